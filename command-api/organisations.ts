@@ -1,0 +1,87 @@
+import { z } from 'zod';
+import { API_FAMILIES, domainNameDecider, organisationDecider, SLUG_PATTERN, standardDomain } from '../domain/organisation.ts';
+import { generateApiToken } from '../infra/auth.ts';
+import type { EventMetadata } from '../infra/event-store/port.ts';
+import { notFound, serviceUnavailable } from '../infra/http/errors.ts';
+import { ID_PATTERN, newId } from '../infra/ids.ts';
+import { waitForProjections } from '../projectors/runtime.ts';
+import { handleCommand } from './command-handling.ts';
+import type { ServiceContext } from './context.ts';
+
+/**
+ * Tenancy commands, used by the `engage` CLI (directly or through the console endpoint). Each waits until
+ * the tenancy read model has caught up, so a token it prints works on the very next request.
+ */
+export const createOrganisationInput = z.object({
+  name: z.string().trim().min(1).max(200),
+  slug: z.string().regex(SLUG_PATTERN, 'a slug is 1 to 63 lowercase letters, digits or inner hyphens'),
+});
+
+export async function createOrganisation(ctx: ServiceContext, input: z.infer<typeof createOrganisationInput>, metadata: EventMetadata) {
+  const organisationId = newId();
+  const { token, prefix, secretHash } = generateApiToken();
+  const tokenId = newId();
+  const domain = standardDomain(input.slug, ctx.config.platformDomain);
+  const now = new Date().toISOString();
+  const handled = await handleCommand(
+    ctx.store,
+    [
+      { stream: `domain-${domain}`, decider: domainNameDecider, command: { type: 'ClaimDomain', data: { hostname: domain, organisationId, kind: 'standard' } } },
+      {
+        stream: `organisation-${organisationId}`,
+        decider: organisationDecider,
+        command: { type: 'CreateOrganisation', data: { organisationId, name: input.name, slug: input.slug, platformDomain: ctx.config.platformDomain, adminToken: { tokenId, prefix, secretHash }, now } },
+      },
+    ],
+    { ...metadata, organisationId },
+  );
+  await settle(ctx, handled.position);
+  return { organisationId, domain, token, tokenId };
+}
+
+export const issueTokenInput = z.object({
+  organisationId: z.string().regex(ID_PATTERN, 'must be 24 hexadecimal characters'),
+  name: z.string().trim().min(1).max(100).default('api'),
+  domain: z.string().toLowerCase().optional(),
+  families: z.array(z.enum(API_FAMILIES)).min(1).default([...API_FAMILIES]),
+});
+
+export async function issueToken(ctx: ServiceContext, input: z.infer<typeof issueTokenInput>, metadata: EventMetadata) {
+  const { token, prefix, secretHash } = generateApiToken();
+  const tokenId = newId();
+  const handled = await handleCommand(
+    ctx.store,
+    [
+      {
+        stream: `organisation-${input.organisationId}`,
+        decider: organisationDecider,
+        command: { type: 'IssueApiToken', data: { tokenId, name: input.name, prefix, secretHash, domain: input.domain, families: input.families, now: new Date().toISOString() } },
+      },
+    ],
+    { ...metadata, organisationId: input.organisationId },
+  );
+  await settle(ctx, handled.position);
+  const [issued] = handled.events[0] ?? [];
+  const data = issued?.data as { domain: string; families: string[] };
+  return { tokenId, token, domain: data.domain, families: data.families };
+}
+
+export const revokeTokenInput = z.object({ tokenId: z.string().regex(ID_PATTERN, 'must be 24 hexadecimal characters') });
+
+export async function revokeToken(ctx: ServiceContext, input: z.infer<typeof revokeTokenInput>, metadata: EventMetadata) {
+  const row = await ctx.database.db.selectFrom('api_tokens').select(['organisation_id']).where('id', '=', input.tokenId).executeTakeFirst();
+  if (!row) throw notFound(`Token ${input.tokenId} not found`);
+  const handled = await handleCommand(
+    ctx.store,
+    [{ stream: `organisation-${row.organisation_id}`, decider: organisationDecider, command: { type: 'RevokeApiToken', data: { tokenId: input.tokenId, now: new Date().toISOString() } } }],
+    { ...metadata, organisationId: row.organisation_id },
+  );
+  await settle(ctx, handled.position);
+  return { tokenId: input.tokenId, revoked: true };
+}
+
+async function settle(ctx: ServiceContext, position: string | null): Promise<void> {
+  if (position === null) return;
+  const reached = await waitForProjections(ctx.database.db, ['organisations'], position, Math.max(ctx.config.readYourWritesTimeoutMs, 10_000));
+  if (!reached) throw serviceUnavailable('Written, but the tenancy read model has not caught up yet; is the projector running?');
+}

@@ -1,0 +1,90 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const optionalUrl = (protocols: string[]) =>
+  z
+    .string()
+    .optional()
+    .transform((value) => (value === '' ? undefined : value))
+    .refine((value) => value === undefined || protocols.some((protocol) => value.startsWith(`${protocol}://`)), {
+      message: `must be a URL starting with ${protocols.map((p) => `${p}://`).join(' or ')}`,
+    });
+
+const integer = (fallback: number, min: number, max: number) =>
+  z
+    .string()
+    .optional()
+    .transform((value) => (value === undefined || value === '' ? String(fallback) : value))
+    .pipe(z.string().regex(/^\d+$/, 'must be a whole number'))
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const environment = z.object({
+  PORT: integer(3000, 0, 65535),
+  HOST: z.string().default('0.0.0.0'),
+  DATA_DIR: z.string().min(1).default('./.data'),
+  DATABASE_URL: optionalUrl(['postgres', 'postgresql']),
+  REDIS_URL: optionalUrl(['redis', 'rediss']),
+  EVENT_STORE: z.enum(['postgres', 'kurrentdb']).default('postgres'),
+  KURRENTDB_CONNECTION_STRING: optionalUrl(['kurrentdb', 'kurrentdb+discover', 'esdb', 'esdb+discover']),
+  PLATFORM_DOMAIN: z
+    .string()
+    .default('localhost')
+    .transform((value) => value.toLowerCase())
+    .pipe(z.string().regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, 'must be a domain name such as localhost or engage.example.com')),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i, 'must be a size such as 100kb or 1mb').default('1mb'),
+  READ_YOUR_WRITES_TIMEOUT_MS: integer(5000, 0, 60_000),
+  SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 300_000),
+  DATABASE_POOL_SIZE: integer(10, 1, 200),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  redisUrl: string | undefined;
+  eventStore: 'postgres' | 'kurrentdb';
+  kurrentDbConnectionString: string | undefined;
+  platformDomain: string;
+  logLevel: string;
+  bodyLimit: string;
+  readYourWritesTimeoutMs: number;
+  shutdownTimeoutMs: number;
+  databasePoolSize: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads and checks the environment once, at start-up; every problem names its variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = environment.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
+  }
+  const value = parsed.data;
+  if (value.EVENT_STORE === 'kurrentdb' && !value.KURRENTDB_CONNECTION_STRING) {
+    throw new ConfigError(['KURRENTDB_CONNECTION_STRING: required when EVENT_STORE=kurrentdb']);
+  }
+  return {
+    port: value.PORT,
+    host: value.HOST,
+    dataDir: resolve(value.DATA_DIR),
+    databaseUrl: value.DATABASE_URL,
+    redisUrl: value.REDIS_URL,
+    eventStore: value.EVENT_STORE,
+    kurrentDbConnectionString: value.KURRENTDB_CONNECTION_STRING,
+    platformDomain: value.PLATFORM_DOMAIN,
+    logLevel: value.LOG_LEVEL,
+    bodyLimit: value.BODY_LIMIT,
+    readYourWritesTimeoutMs: value.READ_YOUR_WRITES_TIMEOUT_MS,
+    shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
+    databasePoolSize: value.DATABASE_POOL_SIZE,
+  };
+}

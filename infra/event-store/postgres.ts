@@ -1,0 +1,342 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely, type Migration } from 'kysely';
+import type { Database } from '../database.ts';
+import { AppendSignal, pollingSubscription } from './polling-subscription.ts';
+import {
+  EventIdConflictError,
+  WrongExpectedRevisionError,
+  formatPosition,
+  parsePosition,
+  type AppendResult,
+  type EventFilter,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type Position,
+  type ReadAllOptions,
+  type ReadAllPage,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type StreamAppend,
+  type SubscribeOptions,
+  type Subscription,
+} from './port.ts';
+
+const APPENDED_CHANNEL = 'es_appended';
+
+/**
+ * The event store's own tables. Order is (transaction_id, global_position): a reader never passes the
+ * oldest transaction still running, so an event committed after a later-numbered one is never skipped.
+ */
+export const eventStoreMigrations: Record<string, Migration> = {
+  '0001_event_store': {
+    async up(db) {
+      await sql`
+        create table es_streams (
+          stream_name text primary key,
+          revision bigint not null
+        )`.execute(db);
+      await sql`
+        create table es_events (
+          global_position bigint generated always as identity primary key,
+          transaction_id xid8 not null default pg_current_xact_id(),
+          stream_name text not null,
+          stream_revision bigint not null,
+          event_id uuid not null unique,
+          event_type text not null,
+          data jsonb not null,
+          metadata jsonb not null,
+          created_at timestamptz not null default now(),
+          unique (stream_name, stream_revision)
+        )`.execute(db);
+      await sql`create index es_events_log_order on es_events (transaction_id, global_position)`.execute(db);
+    },
+  },
+};
+
+interface EventRow {
+  transaction_id: string;
+  global_position: string;
+  stream_name: string;
+  stream_revision: string;
+  event_id: string;
+  event_type: string;
+  data: unknown;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+  matches?: boolean;
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+export class PostgresEventStore implements EventStore {
+  private readonly signal = new AppendSignal();
+  private unlisten: Promise<() => Promise<void>> | null = null;
+
+  constructor(private readonly database: Database) {}
+
+  private get db(): Kysely<any> {
+    return this.database.db;
+  }
+
+  async append(stream: string, events: NewEvent[], options: { expectedRevision?: ExpectedRevision } = {}) {
+    const [result] = await this.appendMultiple([{ stream, events, expectedRevision: options.expectedRevision }]);
+    return result!;
+  }
+
+  async appendMultiple(appends: StreamAppend[]): Promise<AppendResult[]> {
+    const prepared = withEventIds(appends);
+    // A concurrent append of the same event ids loses on the unique key; once that one has committed the
+    // retry finds them and answers with the original result.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const results = await this.db.transaction().execute((trx) => this.appendInTransaction(trx, prepared));
+        this.signal.notify();
+        return results;
+      } catch (error) {
+        if (attempt < 3 && isUniqueViolation(error, 'es_events_event_id_key')) continue;
+        throw error;
+      }
+    }
+  }
+
+  /**
+   * Appends inside a transaction the caller owns (read models written atomically with events, tests that
+   * hold a transaction open). The caller commits; subscribers wake on the NOTIFY sent at commit.
+   */
+  async appendInTransaction(trx: Kysely<any>, unprepared: StreamAppend[]): Promise<AppendResult[]> {
+    const appends = withEventIds(unprepared);
+    const known = await this.alreadyAppended(trx, appends);
+    if (known) return known;
+    const results: AppendResult[] = [];
+    for (const append of appends) {
+      if (append.events.length === 0) {
+        results.push(await this.emptyAppend(trx, append));
+        continue;
+      }
+      const last = await this.claimRevisions(trx, append.stream, append.expectedRevision ?? 'any', append.events.length);
+      const first = last - BigInt(append.events.length) + 1n;
+      const rows = append.events.map((event, index) => ({
+        stream_name: append.stream,
+        stream_revision: (first + BigInt(index)).toString(),
+        event_id: event.id,
+        event_type: event.type,
+        data: JSON.stringify(event.data ?? null),
+        metadata: JSON.stringify(event.metadata ?? {}),
+      }));
+      const inserted = await trx
+        .insertInto('es_events')
+        .values(rows)
+        .returning([sql<string>`transaction_id::text`.as('transaction_id'), 'global_position'])
+        .execute();
+      const lastRow = inserted[inserted.length - 1]!;
+      results.push({
+        stream: append.stream,
+        nextExpectedRevision: last,
+        position: formatPosition(BigInt(lastRow.transaction_id), BigInt(lastRow.global_position)),
+      });
+    }
+    await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
+    return results;
+  }
+
+  /** Idempotency: the same event ids appended again return the first append's result and write nothing. */
+  private async alreadyAppended(trx: Kysely<any>, appends: StreamAppend[]): Promise<AppendResult[] | null> {
+    const ids = appends.flatMap((append) => append.events.map((event) => event.id!));
+    if (ids.length === 0) return null;
+    const rows = await trx
+      .selectFrom('es_events')
+      .select(['event_id', 'stream_name', 'stream_revision', sql<string>`transaction_id::text`.as('transaction_id'), 'global_position'])
+      .where('event_id', '=', sql<string>`any(${ids}::uuid[])`)
+      .execute();
+    if (rows.length === 0) return null;
+    const byId = new Map(rows.map((row) => [row.event_id as string, row]));
+    const results: AppendResult[] = [];
+    for (const append of appends) {
+      const found = append.events.map((event) => byId.get(event.id!));
+      if (found.some((row) => !row || row.stream_name !== append.stream)) {
+        throw new EventIdConflictError(append.stream, found.filter(Boolean).map((row) => row!.event_id));
+      }
+      const last = found[found.length - 1];
+      if (!last) throw new EventIdConflictError(append.stream, ids);
+      results.push({
+        stream: append.stream,
+        nextExpectedRevision: BigInt(last.stream_revision),
+        position: formatPosition(BigInt(last.transaction_id), BigInt(last.global_position)),
+      });
+    }
+    return results;
+  }
+
+  /**
+   * Moves the stream's revision by `count` if the expectation holds; the row lock this takes serialises
+   * concurrent appends to one stream, and the unique (stream, revision) key backs it.
+   */
+  private async claimRevisions(trx: Kysely<any>, stream: string, expected: ExpectedRevision, count: number): Promise<bigint> {
+    const by = BigInt(count);
+    let row: { revision: string } | undefined;
+    if (expected === 'no_stream') {
+      row = await trx
+        .insertInto('es_streams')
+        .values({ stream_name: stream, revision: (by - 1n).toString() })
+        .onConflict((oc) => oc.column('stream_name').doNothing())
+        .returning('revision')
+        .executeTakeFirst();
+    } else if (expected === 'any') {
+      row = await trx
+        .insertInto('es_streams')
+        .values({ stream_name: stream, revision: (by - 1n).toString() })
+        .onConflict((oc) => oc.column('stream_name').doUpdateSet({ revision: sql`es_streams.revision + ${by.toString()}::bigint` }))
+        .returning('revision')
+        .executeTakeFirst();
+    } else {
+      let update = trx
+        .updateTable('es_streams')
+        .set({ revision: sql`revision + ${by.toString()}::bigint` })
+        .where('stream_name', '=', stream);
+      if (expected !== 'stream_exists') update = update.where('revision', '=', expected.toString());
+      row = await update.returning('revision').executeTakeFirst();
+    }
+    if (!row) throw new WrongExpectedRevisionError(stream, expected, await this.currentRevision(trx, stream));
+    return BigInt(row.revision);
+  }
+
+  private async emptyAppend(trx: Kysely<any>, append: StreamAppend): Promise<AppendResult> {
+    const actual = await this.currentRevision(trx, append.stream);
+    const expected = append.expectedRevision ?? 'any';
+    const holds =
+      expected === 'any' ||
+      (expected === 'no_stream' && actual === 'no_stream') ||
+      (expected === 'stream_exists' && actual !== 'no_stream') ||
+      (typeof expected === 'bigint' && actual === expected);
+    if (!holds) throw new WrongExpectedRevisionError(append.stream, expected, actual);
+    const last = await this.readStream(append.stream, { direction: 'backwards', limit: 1 }, trx);
+    return { stream: append.stream, nextExpectedRevision: actual === 'no_stream' ? -1n : actual, position: last[0]?.position ?? formatPosition(0n, 0n) };
+  }
+
+  private async currentRevision(trx: Kysely<any>, stream: string): Promise<bigint | 'no_stream'> {
+    const row = await trx.selectFrom('es_streams').select('revision').where('stream_name', '=', stream).executeTakeFirst();
+    return row ? BigInt(row.revision) : 'no_stream';
+  }
+
+  async readStream(stream: string, options: ReadStreamOptions = {}, db: Kysely<any> = this.db): Promise<RecordedEvent[]> {
+    const backwards = options.direction === 'backwards';
+    const from = options.from === undefined ? sql`` : sql`and stream_revision ${sql.raw(backwards ? '<=' : '>=')} ${options.from.toString()}::bigint`;
+    const rows = (await sql<EventRow>`
+      select ${sql.join(eventColumns)} from es_events
+      where stream_name = ${stream} ${from}
+      order by stream_revision ${sql.raw(backwards ? 'desc' : 'asc')}
+      ${options.limit === undefined ? sql`` : sql`limit ${options.limit}`}`.execute(db)).rows;
+    return rows.map(toRecorded);
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<ReadAllPage> {
+    const limit = options.limit ?? 500;
+    const { filter } = options;
+    const after = options.after ? parsePosition(options.after) : null;
+    // One window of the log in order; rows outside the filter come back without their payload, so the
+    // checkpoint can move past them.
+    const rows = (await sql<EventRow>`
+      select ${sql.join(eventColumns)}, ${matchesSql(filter)} as matches
+      from es_events
+      where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        ${after ? sql`and (transaction_id, global_position) > (${after.major.toString()}::xid8, ${after.minor.toString()}::bigint)` : sql``}
+      order by transaction_id, global_position
+      limit ${limit}`.execute(this.db)).rows;
+    const last = rows[rows.length - 1];
+    return {
+      events: rows.filter((row) => row.matches).map(toRecorded),
+      checkpoint: last ? formatPosition(BigInt(last.transaction_id), BigInt(last.global_position)) : null,
+      isEnd: rows.length < limit,
+    };
+  }
+
+  subscribe(options: SubscribeOptions = {}): Subscription {
+    this.ensureListening();
+    return pollingSubscription(
+      {
+        readAll: (read) => this.readAll(read),
+        waitForAppends: (timeoutMs, signal) => this.signal.wait(timeoutMs, signal),
+      },
+      options,
+    );
+  }
+
+  /** Resolves when an append (in this process or, through NOTIFY, any other) may have landed. */
+  waitForAppends(timeoutMs: number, signal: AbortSignal): Promise<void> {
+    this.ensureListening();
+    return this.signal.wait(timeoutMs, signal);
+  }
+
+  async head(): Promise<{ position: Position; createdAt: Date } | null> {
+    const row = (await sql<{ transaction_id: string; global_position: string; created_at: Date }>`
+      select transaction_id::text as transaction_id, global_position, created_at from es_events
+      where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+      order by transaction_id desc, global_position desc limit 1`.execute(this.db)).rows[0];
+    return row ? { position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)), createdAt: row.created_at } : null;
+  }
+
+  async countAfter(after: Position | null): Promise<number> {
+    const from = after ? parsePosition(after) : null;
+    const row = (await sql<{ count: string }>`
+      select count(*) as count from es_events
+      where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        ${from ? sql`and (transaction_id, global_position) > (${from.major.toString()}::xid8, ${from.minor.toString()}::bigint)` : sql``}`.execute(this.db)).rows[0];
+    return Number(row?.count ?? 0);
+  }
+
+  async close(): Promise<void> {
+    const unlisten = this.unlisten;
+    this.unlisten = null;
+    this.signal.notify();
+    if (unlisten) await (await unlisten.catch(() => async () => undefined))();
+  }
+
+  private ensureListening(): void {
+    this.unlisten ??= this.database.listen(APPENDED_CHANNEL, () => this.signal.notify());
+  }
+}
+
+const eventColumns = [
+  sql`transaction_id::text as transaction_id`,
+  sql`global_position`,
+  sql`stream_name`,
+  sql`stream_revision`,
+  sql`event_id::text as event_id`,
+  sql`event_type`,
+  sql`data`,
+  sql`metadata`,
+  sql`created_at`,
+];
+
+function matchesSql(filter: EventFilter | undefined) {
+  const conditions = [sql`true`];
+  if (filter?.eventTypes) conditions.push(sql`event_type = any(${[...filter.eventTypes]}::text[])`);
+  if (filter?.categories) conditions.push(sql`split_part(stream_name, '-', 1) = any(${[...filter.categories]}::text[])`);
+  return sql`(${sql.join(conditions, sql` and `)})`;
+}
+
+function toRecorded(row: EventRow): RecordedEvent {
+  return {
+    id: row.event_id,
+    type: row.event_type,
+    stream: row.stream_name,
+    revision: BigInt(row.stream_revision),
+    position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)),
+    data: row.data,
+    metadata: row.metadata,
+    createdAt: row.created_at,
+  };
+}
+
+function isUniqueViolation(error: unknown, constraint: string): boolean {
+  const candidate = error as { code?: string; constraint?: string; message?: string };
+  return candidate?.code === UNIQUE_VIOLATION && (candidate.constraint === constraint || !!candidate.message?.includes(constraint));
+}
+
+function withEventIds(appends: StreamAppend[]): StreamAppend[] {
+  return appends.map((append) => ({
+    ...append,
+    events: append.events.map((event) => (event.id ? event : { ...event, id: randomUUID() })),
+  }));
+}

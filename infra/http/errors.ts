@@ -1,0 +1,80 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { ZodError } from 'zod';
+import { DomainError } from '../../domain/decider.ts';
+import { EventIdConflictError, WrongExpectedRevisionError } from '../event-store/port.ts';
+
+/** The contract's error body: `{message, code, issues?}`. */
+export interface ErrorBody {
+  message: string;
+  code: string;
+  issues?: { message: string; path?: (string | number)[] }[];
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly issues?: ErrorBody['issues'],
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export const badRequest = (issues: ErrorBody['issues'] = [], message = 'Invalid input data') => new HttpError(400, 'BAD_REQUEST', message, issues);
+export const unauthorized = (message = 'Unauthorized') => new HttpError(401, 'UNAUTHORIZED', message);
+export const forbidden = (message = 'Forbidden') => new HttpError(403, 'FORBIDDEN', message);
+export const notFound = (message = 'Not found') => new HttpError(404, 'NOT_FOUND', message);
+export const conflict = (message: string) => new HttpError(409, 'CONFLICT', message);
+export const serviceUnavailable = (message: string, retryAfterSeconds = 1) =>
+  new HttpError(503, 'SERVICE_UNAVAILABLE', message, undefined, { 'Retry-After': String(retryAfterSeconds) });
+
+export function zodIssues(error: ZodError): NonNullable<ErrorBody['issues']> {
+  return error.issues.map((issue) => ({
+    message: issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message,
+    path: issue.path.map((segment) => (typeof segment === 'symbol' ? String(segment) : segment)),
+  }));
+}
+
+export const unknownRoute: RequestHandler = (req, _res, next) => {
+  next(notFound(`No route for ${req.method} ${req.path}`));
+};
+
+/** Every error leaves as the contract's body; a 500 says nothing of the internals (they go to the log). */
+export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
+  const known = toHttpError(error);
+  if (!known) req.log?.error({ err: error }, 'unhandled error');
+  const answer = known ?? new HttpError(500, 'INTERNAL_SERVER_ERROR', 'Internal server error');
+  const body: ErrorBody = { message: answer.message, code: answer.code };
+  if (answer.issues) body.issues = answer.issues;
+  if (res.headersSent) return;
+  res.status(answer.status).set(answer.headers).json(body);
+};
+
+function toHttpError(error: unknown): HttpError | null {
+  if (error instanceof HttpError) return error;
+  if (error instanceof ZodError) return badRequest(zodIssues(error));
+  if (error instanceof DomainError) {
+    if (error.kind === 'invalid') return badRequest([{ message: error.message }]);
+    if (error.kind === 'not_found') return notFound(error.message);
+    return conflict(error.message);
+  }
+  if (error instanceof WrongExpectedRevisionError || error instanceof EventIdConflictError) {
+    return conflict('The resource was changed by another request; retry with fresh data');
+  }
+  const bodyError = error as { type?: string; status?: number };
+  if (bodyError?.type === 'entity.too.large') return new HttpError(413, 'PAYLOAD_TOO_LARGE', 'Request body is too large');
+  if (bodyError?.type === 'entity.parse.failed') return badRequest([{ message: 'Body is not valid JSON' }]);
+  if (bodyError?.type === 'encoding.unsupported' || bodyError?.type === 'charset.unsupported') {
+    return new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported body encoding');
+  }
+  if (isConnectionFailure(error)) return serviceUnavailable('A backing store is unavailable');
+  return null;
+}
+
+function isConnectionFailure(error: unknown): boolean {
+  const code = (error as { code?: string })?.code;
+  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === '57P01' || code === '08006' || code === '08001';
+}

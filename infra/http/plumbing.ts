@@ -1,0 +1,32 @@
+import { randomUUID } from 'node:crypto';
+import express, { type Express } from 'express';
+import { pinoHttp } from 'pino-http';
+import type { Logger } from '../logging.ts';
+
+/**
+ * The concerns every route shares, written once: request ids (taken from `x-request-id` when sane, echoed
+ * back), one structured log line per request, a JSON body parser with a size limit.
+ */
+export function createHttpApp(logger: Logger, bodyLimit: string): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', 'loopback');
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (req, res) => {
+        const incoming = req.headers['x-request-id'];
+        const id = typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+        res.setHeader('x-request-id', id);
+        return id;
+      },
+      customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
+      serializers: {
+        req: (req) => ({ id: req.id, method: req.method, url: req.url, host: req.headers?.host }),
+        res: (res) => ({ statusCode: res.statusCode }),
+      },
+    }),
+  );
+  app.use(express.json({ limit: bodyLimit, strict: true }));
+  return app;
+}

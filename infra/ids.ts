@@ -1,0 +1,15 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+/** A 24-hex id: 4 bytes of seconds since the epoch, then 8 random bytes (sortable by creation time). */
+export function newId(now: Date = new Date()): string {
+  const seconds = Math.floor(now.getTime() / 1000).toString(16).padStart(8, '0');
+  return seconds + randomBytes(8).toString('hex');
+}
+
+/** A UUID derived from a name, so a retried command appends the same event ids (and so nothing new). */
+export function uuidFrom(name: string): string {
+  const hex = createHash('sha256').update(name).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+export const ID_PATTERN = /^[0-9a-fA-F]{24}$/;

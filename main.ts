@@ -1,0 +1,63 @@
+import type { Server } from 'node:http';
+import { ConfigError, loadConfig, type Config } from './infra/config.ts';
+import { createLogger } from './infra/logging.ts';
+import { removeServerFile, runningServer, writeServerFile } from './infra/server-file.ts';
+import { openService } from './service.ts';
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const logger = createLogger(config.logLevel);
+  const embedded = !config.databaseUrl;
+  if (embedded) {
+    const other = runningServer(config.dataDir);
+    if (other) {
+      console.error(`Another engage server (pid ${other.pid}) already owns ${config.dataDir}; stop it or set DATA_DIR.`);
+      process.exit(1);
+    }
+  }
+  const service = await openService(config, logger);
+  const server: Server = service.app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  if (embedded) writeServerFile(config.dataDir, { pid: process.pid, port, consoleSecret: service.consoleSecret });
+  logger.info(
+    { port, mode: embedded ? `embedded (PGlite in ${config.dataDir})` : 'server (PostgreSQL)', platformDomain: config.platformDomain },
+    `engage listening on http://localhost:${port}; organisations answer on http://<slug>.${config.platformDomain}:${port}`,
+  );
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: no new connections, finishing requests in flight');
+    const forced = setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    forced.unref();
+    server.close();
+    server.closeIdleConnections();
+    await new Promise<void>((resolve) => server.once('close', () => resolve()));
+    await service.close();
+    if (embedded) removeServerFile(config.dataDir);
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,23 @@
+import type { Kysely, Migration } from 'kysely';
+import type { EventFilter, RecordedEvent } from '../infra/event-store/port.ts';
+
+/**
+ * A read model: its tables (created by its migrations) and the handler that folds events into them.
+ * The handler writes through a Kysely scoped to the generation's schema, so a rebuild writes the same code
+ * into fresh tables while the live generation keeps serving.
+ */
+export interface Projection {
+  /** Lowercase letters, digits and underscores; part of the generation's schema name. */
+  readonly name: string;
+  /** Bump when the handler's meaning changes: start-up then rebuilds from the log and swaps the result in. */
+  readonly version: number;
+  /** Tables readers use; each is exposed in `public` as a view on the live generation's table. */
+  readonly tables: readonly string[];
+  /** Applied in order, by name, against the generation's schema. Use the schema builder, not raw SQL names. */
+  readonly migrations: Record<string, Migration>;
+  /** Only events that match reach `apply`; the checkpoint still moves past the others. */
+  readonly filter?: EventFilter;
+  /** When an event keeps failing: park it and go on (default), or stop the projection. */
+  readonly onFailure?: { attempts: number; then: 'park' | 'stop' };
+  apply(db: Kysely<any>, event: RecordedEvent): Promise<void>;
+}

@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import type { Express } from 'express';
+import { Migrator, type Kysely, type Migration } from 'kysely';
+import { consoleRouter } from './command-api/console.ts';
+import type { ServiceContext } from './command-api/context.ts';
+import { leaderboardCommands } from './command-api/leaderboards.ts';
+import { requireApiToken } from './infra/auth.ts';
+import type { Config } from './infra/config.ts';
+import { openPglite, openPostgres, type Database } from './infra/database.ts';
+import type { EventStore } from './infra/event-store/port.ts';
+import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/postgres.ts';
+import { errorHandler, unknownRoute } from './infra/http/errors.ts';
+import { createHttpApp } from './infra/http/plumbing.ts';
+import type { Logger } from './infra/logging.ts';
+import { projections } from './projectors/index.ts';
+import { ProjectionRunner, prepareProjections, projectionRuntimeMigrations, type RuntimeOptions } from './projectors/runtime.ts';
+import { leaderboardQueries } from './query-api/leaderboards.ts';
+
+export interface Service extends ServiceContext {
+  app: Express;
+  runner: ProjectionRunner;
+  consoleSecret: string;
+  close(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  /** Run the projectors in this process (the all-in-one default). */
+  projectors?: boolean;
+  runtime?: RuntimeOptions;
+}
+
+/** Opens the stores, applies migrations, prepares the read models and composes the HTTP app. */
+export async function openService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
+  const database = config.databaseUrl
+    ? await openPostgres(config.databaseUrl, { max: config.databasePoolSize })
+    : await openPglite(join(config.dataDir, 'pglite'));
+  try {
+    await migrate(database.db);
+    const store = await openEventStore(config, database);
+    await prepareProjections(database.db, projections);
+    const ctx: ServiceContext = { config, database, store, logger };
+    const runner = new ProjectionRunner(database, store, projections, logger, options.runtime);
+    if (options.projectors ?? true) await runner.start();
+    const consoleSecret = randomBytes(24).toString('base64url');
+    return {
+      ...ctx,
+      runner,
+      consoleSecret,
+      app: composeApp(ctx, consoleSecret),
+      async close() {
+        await runner.stop();
+        await store.close();
+        await database.close();
+      },
+    };
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+}
+
+/** PostgreSQL by default; the KurrentDB client (gRPC) is loaded only when it is chosen. */
+async function openEventStore(config: Config, database: Database): Promise<EventStore> {
+  if (config.eventStore === 'postgres') return new PostgresEventStore(database);
+  const { KurrentDbEventStore } = await import('./infra/event-store/kurrentdb.ts');
+  return KurrentDbEventStore.connect(config.kurrentDbConnectionString!);
+}
+
+/** The event store's and the projector runtime's own tables; read models migrate per generation. */
+export async function migrate(db: Kysely<any>): Promise<void> {
+  await runMigrations(db, eventStoreMigrations, 'es_migrations');
+  await runMigrations(db, projectionRuntimeMigrations, 'projection_runtime_migrations');
+}
+
+async function runMigrations(db: Kysely<any>, migrations: Record<string, Migration>, table: string): Promise<void> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableName: table,
+    migrationLockTableName: `${table}_lock`,
+  });
+  const { error } = await migrator.migrateToLatest();
+  if (error) throw error;
+}
+
+function composeApp(ctx: ServiceContext, consoleSecret: string): Express {
+  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit);
+  const db = ctx.database.db;
+  app.use(consoleRouter(ctx, consoleSecret));
+  app.use('/api/v2/admin', requireApiToken(db, 'admin'), leaderboardCommands(ctx), leaderboardQueries(ctx));
+  app.use('/api/v2/integration', requireApiToken(db, 'integration'));
+  app.use('/api/v2/analytics', requireApiToken(db, 'analytics'));
+  app.use(unknownRoute);
+  app.use(errorHandler);
+  return app;
+}
+
+export type { Database };
