@@ -15,7 +15,10 @@ import { createHttpApp } from './infra/http/plumbing.ts';
 import type { Logger } from './infra/logging.ts';
 import { projections } from './projectors/index.ts';
 import { ProjectionRunner, prepareProjections, projectionRuntimeMigrations, type RuntimeOptions } from './projectors/runtime.ts';
+import { healthRoutes } from './query-api/health.ts';
 import { leaderboardQueries } from './query-api/leaderboards.ts';
+import { openRedis } from './infra/redis.ts';
+import type { Redis } from 'ioredis';
 
 export interface Service extends ServiceContext {
   app: Express;
@@ -35,7 +38,9 @@ export async function openService(config: Config, logger: Logger, options: Servi
   const database = config.databaseUrl
     ? await openPostgres(config.databaseUrl, { max: config.databasePoolSize })
     : await openPglite(join(config.dataDir, 'pglite'));
+  let redis: Redis | null = null;
   try {
+    redis = config.redisUrl ? await openRedis(config.redisUrl) : null;
     await migrate(database.db);
     const store = await openEventStore(config, database);
     await prepareProjections(database.db, projections);
@@ -47,14 +52,16 @@ export async function openService(config: Config, logger: Logger, options: Servi
       ...ctx,
       runner,
       consoleSecret,
-      app: composeApp(ctx, consoleSecret),
+      app: composeApp(ctx, consoleSecret, redis),
       async close() {
         await runner.stop();
         await store.close();
         await database.close();
+        redis?.disconnect();
       },
     };
   } catch (error) {
+    redis?.disconnect();
     await database.close();
     throw error;
   }
@@ -84,9 +91,10 @@ async function runMigrations(db: Kysely<any>, migrations: Record<string, Migrati
   if (error) throw error;
 }
 
-function composeApp(ctx: ServiceContext, consoleSecret: string): Express {
+function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | null): Express {
   const app = createHttpApp(ctx.logger, ctx.config.bodyLimit);
   const db = ctx.database.db;
+  app.use(healthRoutes(ctx, redis));
   app.use(consoleRouter(ctx, consoleSecret));
   app.use('/api/v2/admin', requireApiToken(db, 'admin'), leaderboardCommands(ctx), leaderboardQueries(ctx));
   app.use('/api/v2/integration', requireApiToken(db, 'integration'));

@@ -285,6 +285,7 @@ export class ProjectionRunner {
         return [];
       })) as GenerationRow[];
     for (const row of rows) {
+      if (this.stopped.signal.aborted) return;
       const projection = this.projections.find((p) => p.name === row.name);
       const key = `${row.name}:${row.generation}`;
       if (!projection || projection.version !== row.version || this.workers.has(key)) continue;
@@ -330,28 +331,34 @@ class GenerationWorker {
   async run(stopped: AbortSignal): Promise<void> {
     const log = this.logger.child({ projection: this.projection.name, generation: this.generation });
     try {
-      while (!stopped.aborted) {
-        const row = await this.row();
-        if (!row || row.status === 'retired' || row.version !== this.projection.version) return;
-        const lock = await this.acquire();
-        if (!lock) {
-          await sleep(Math.min(this.leaseMs / 3, 1000), stopped);
-          continue;
-        }
-        try {
-          await this.follow(stopped, log);
-        } catch (error) {
-          if (!(error instanceof LeaseLost)) {
-            log.error({ err: error }, 'projection worker failed; retrying');
-            await this.recordError(error);
-            await sleep(this.options.retryDelayMs ?? 1000, stopped);
-          }
-        } finally {
-          await lock.release();
-        }
-      }
+      await this.work(stopped, log);
+    } catch (error) {
+      log.error({ err: error }, 'projection worker stopped');
     } finally {
       this.done();
+    }
+  }
+
+  private async work(stopped: AbortSignal, log: Logger): Promise<void> {
+    while (!stopped.aborted) {
+      const row = await this.row();
+      if (!row || row.status === 'retired' || row.version !== this.projection.version) return;
+      const lock = await this.acquire();
+      if (!lock) {
+        await sleep(Math.min(this.leaseMs / 3, 1000), stopped);
+        continue;
+      }
+      try {
+        await this.follow(stopped, log);
+      } catch (error) {
+        if (!(error instanceof LeaseLost)) {
+          log.error({ err: error }, 'projection worker failed; retrying');
+          await this.recordError(error);
+          await sleep(this.options.retryDelayMs ?? 1000, stopped);
+        }
+      } finally {
+        await lock.release();
+      }
     }
   }
 

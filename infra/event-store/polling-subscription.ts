@@ -4,6 +4,8 @@ export interface PollingSource {
   readAll(options: { after: Position | null; limit: number; filter?: EventFilter }): Promise<ReadAllPage>;
   /** Resolves when new events may have been appended, or after `timeoutMs`, or when `signal` aborts. */
   waitForAppends(timeoutMs: number, signal: AbortSignal): Promise<void>;
+  /** Counts wake-ups seen so far, where the source has them: a wake-up during a read is not slept through. */
+  appendVersion?(): number;
 }
 
 /**
@@ -22,6 +24,7 @@ export function pollingSubscription(
   async function* batches(): AsyncGenerator<SubscriptionBatch> {
     let announcedCaughtUp = false;
     while (!controller.signal.aborted) {
+      const versionBeforeRead = source.appendVersion?.();
       const page = await source.readAll({ after: checkpoint, limit: batchSize, filter: options.filter });
       if (controller.signal.aborted) return;
       if (page.checkpoint !== null) {
@@ -33,7 +36,9 @@ export function pollingSubscription(
         announcedCaughtUp = true;
         yield { events: [], checkpoint, caughtUp: true };
       }
-      await source.waitForAppends(idlePollMs, controller.signal);
+      if (versionBeforeRead === undefined || versionBeforeRead === source.appendVersion?.()) {
+        await source.waitForAppends(idlePollMs, controller.signal);
+      }
     }
   }
 
@@ -50,8 +55,10 @@ export function pollingSubscription(
 /** Wakes sleepers when an append may have happened: many waiters, one signal. */
 export class AppendSignal {
   private waiters = new Set<() => void>();
+  version = 0;
 
   notify(): void {
+    this.version++;
     const waiters = [...this.waiters];
     this.waiters.clear();
     for (const wake of waiters) wake();

@@ -257,6 +257,7 @@ export class PostgresEventStore implements EventStore {
       {
         readAll: (read) => this.readAll(read),
         waitForAppends: (timeoutMs, signal) => this.signal.wait(timeoutMs, signal),
+        appendVersion: () => this.signal.version,
       },
       options,
     );

@@ -1,0 +1,171 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresEventStore } from '../infra/event-store/postgres.ts';
+import { ProjectionRunner, liveGeneration, prepareProjections, projectionStatus, startRebuild, type RuntimeOptions } from '../projectors/runtime.ts';
+import { migrate } from '../service.ts';
+import { freshDatabase, freshServerDatabase, type TestDatabase } from './support/databases.ts';
+import { tallyProjection, waitUntil } from './support/projections.ts';
+
+const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+
+async function setUp(test: TestDatabase) {
+  await migrate(test.database.db);
+  await prepareProjections(test.database.db, [tallyProjection]);
+  return new PostgresEventStore(test.database);
+}
+
+function runner(test: TestDatabase, store: PostgresEventStore, options: RuntimeOptions = {}) {
+  return new ProjectionRunner(test.database, store, [tallyProjection], silent, { scanIntervalMs: 100, leaseMs: 1500, ...options });
+}
+
+async function tallyRows(test: TestDatabase) {
+  return test.database.db.selectFrom('tally').selectAll().orderBy('event_id').execute();
+}
+
+async function caughtUp(test: TestDatabase, store: PostgresEventStore) {
+  const head = await store.head();
+  const live = await liveGeneration(test.database.db, 'tally');
+  return head !== null && live?.checkpoint === head.position;
+}
+
+async function appendTally(store: PostgresEventStore, streams: number, perStream: number, type = 'Counted') {
+  for (let s = 0; s < streams; s++) {
+    await store.append(`tally-${Math.random().toString(36).slice(2)}`, Array.from({ length: perStream }, (_, n) => ({ type, data: { n } })));
+  }
+}
+
+describe('projector runtime', () => {
+  let test: TestDatabase;
+  let store: PostgresEventStore;
+
+  beforeAll(async () => {
+    test = await freshDatabase();
+    store = await setUp(test);
+  });
+  afterAll(async () => {
+    await store.close();
+    await test.drop();
+  });
+
+  it('applies every event once, reports its status, and parks an event whose handler keeps failing', async () => {
+    const projector = runner(test, store, { batchSize: 7 });
+    await projector.start();
+    await appendTally(store, 5, 4);
+    await store.append('tally-poisoned', [{ type: 'Counted', data: {} }, { type: 'Poison', data: {} }, { type: 'Counted', data: {} }]);
+    await appendTally(store, 2, 3);
+    await waitUntil(() => caughtUp(test, store), 20_000, 'projection to catch up');
+    await projector.stop();
+
+    const rows = await tallyRows(test);
+    expect(rows).toHaveLength(5 * 4 + 2 + 2 * 3);
+    expect(rows.every((row) => row.applied === 1)).toBe(true);
+
+    const parked = await test.database.db.selectFrom('projection_parked').selectAll().execute();
+    expect(parked).toHaveLength(1);
+    expect(parked[0]).toMatchObject({ name: 'tally', event_type: 'Poison', stream: 'tally-poisoned', attempts: 3 });
+
+    await appendTally(store, 1, 5);
+    const [status] = await projectionStatus(test.database.db, store);
+    expect(status).toMatchObject({ name: 'tally', generation: 1, status: 'live', eventsBehind: 5, parked: 1 });
+    expect(status!.secondsBehind).toBeGreaterThanOrEqual(0);
+
+    const resumed = runner(test, store);
+    await resumed.start();
+    await waitUntil(() => caughtUp(test, store), 20_000, 'projection to resume');
+    await resumed.stop();
+    const [after] = await projectionStatus(test.database.db, store);
+    expect(after).toMatchObject({ eventsBehind: 0, secondsBehind: 0 });
+    expect((await tallyRows(test)).every((row) => row.applied === 1)).toBe(true);
+  });
+
+  it('rebuilds into a new generation while writes continue, keeps serving, and swaps in an equal read model', async () => {
+    const projector = runner(test, store, { batchSize: 20 });
+    await projector.start();
+    await appendTally(store, 10, 5);
+    await waitUntil(() => caughtUp(test, store), 20_000, 'first catch-up');
+    const before = await liveGeneration(test.database.db, 'tally');
+
+    let writing = true;
+    const writer = (async () => {
+      while (writing) await appendTally(store, 1, 3);
+    })();
+    const building = await startRebuild(test.database.db, tallyProjection);
+    expect(building.generation).toBe(before!.generation + 1);
+    // The live generation keeps answering while the new one fills up.
+    expect((await tallyRows(test)).length).toBeGreaterThan(0);
+    await waitUntil(async () => (await liveGeneration(test.database.db, 'tally'))?.generation === building.generation, 30_000, 'the swap');
+    writing = false;
+    await writer;
+    await waitUntil(() => caughtUp(test, store), 20_000, 'catch-up after the swap');
+    await projector.stop();
+
+    const rows = await tallyRows(test);
+    const all = await store.readAll({ filter: { categories: ['tally'] }, limit: 100_000 });
+    const expected = all.events.filter((event) => event.type !== 'Poison').map((event) => event.id).sort();
+    expect(rows.map((row) => row.event_id)).toEqual(expected);
+    expect(rows.every((row) => row.applied === 1)).toBe(true);
+    const schemas = await test.database.db
+      .selectFrom('information_schema.schemata')
+      .select('schema_name')
+      .where('schema_name', 'like', 'rm_tally_%')
+      .execute();
+    expect(schemas.map((row) => row.schema_name)).toEqual([`rm_tally_g${building.generation}`]);
+  });
+});
+
+const server = await freshServerDatabase();
+
+describe.runIf(server)('projector runtime on PostgreSQL, across processes and sessions', () => {
+  const test = server as TestDatabase;
+  let store: PostgresEventStore;
+
+  beforeAll(async () => {
+    store = await setUp(test);
+  });
+  afterAll(async () => {
+    await store.close();
+    await test.drop();
+  });
+
+  it('two runners racing apply each batch once', async () => {
+    const first = runner(test, store, { batchSize: 5 });
+    const second = runner(test, store, { batchSize: 5 });
+    await Promise.all([first.start(), second.start()]);
+    await Promise.all([appendTally(store, 20, 5), appendTally(store, 20, 5)]);
+    await waitUntil(() => caughtUp(test, store), 30_000, 'both runners to finish');
+    await Promise.all([first.stop(), second.stop()]);
+    const rows = await tallyRows(test);
+    expect(rows).toHaveLength(200);
+    expect(rows.filter((row) => row.applied !== 1)).toEqual([]);
+  });
+
+  it('a projector killed between applying a batch and writing its checkpoint leaves a read model equal to a rebuild', async () => {
+    await appendTally(store, 10, 10);
+    const checkpointBefore = (await liveGeneration(test.database.db, 'tally'))!.checkpoint;
+    const rowsBefore = (await tallyRows(test)).length;
+
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/projector-process.ts', test.url!], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await waitUntil(() => output.includes('APPLIED'), 30_000, 'the child to apply a batch');
+    // The batch is applied inside the open transaction; nothing of it is visible, the checkpoint has not moved.
+    expect((await liveGeneration(test.database.db, 'tally'))!.checkpoint).toBe(checkpointBefore);
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+
+    expect((await tallyRows(test)).length).toBe(rowsBefore);
+    const restarted = runner(test, store);
+    await restarted.start();
+    await waitUntil(() => caughtUp(test, store), 30_000, 'the restarted projector');
+    const live = (await tallyRows(test)).map((row) => ({ ...row }));
+    expect(live).toHaveLength(rowsBefore + 100);
+    expect(live.every((row) => row.applied === 1)).toBe(true);
+
+    const building = await startRebuild(test.database.db, tallyProjection);
+    await waitUntil(async () => (await liveGeneration(test.database.db, 'tally'))?.generation === building.generation, 30_000, 'the rebuild');
+    await restarted.stop();
+    expect(await tallyRows(test)).toEqual(live);
+  });
+});
