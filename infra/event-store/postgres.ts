@@ -80,8 +80,56 @@ export class PostgresEventStore implements EventStore {
   }
 
   async append(stream: string, events: NewEvent[], options: { expectedRevision?: ExpectedRevision } = {}) {
-    const [result] = await this.appendMultiple([{ stream, events, expectedRevision: options.expectedRevision }]);
+    const [append] = withEventIds([{ stream, events, expectedRevision: options.expectedRevision }]);
+    if (events.length > 0) {
+      const fast = await this.appendInOneStatement(append!).catch((error) => {
+        if (isUniqueViolation(error, 'es_events_event_id_key')) return null;
+        throw error;
+      });
+      if (fast) {
+        this.signal.notify();
+        return fast;
+      }
+    }
+    // Anything but the plain case (a re-append of known ids, a failed expectation) takes the careful path,
+    // which tells an idempotent retry from a conflict.
+    const [result] = await this.appendMultiple([append!]);
     return result!;
+  }
+
+  /**
+   * The common case in one round trip: claim the revisions, insert the events and notify, in a single
+   * statement (its own transaction). Returns null when the expectation did not hold.
+   */
+  private async appendInOneStatement(append: StreamAppend): Promise<AppendResult | null> {
+    const count = append.events.length.toString();
+    const expected = append.expectedRevision ?? 'any';
+    const claim =
+      expected === 'no_stream'
+        ? sql`insert into es_streams (stream_name, revision) values (${append.stream}, ${count}::bigint - 1) on conflict (stream_name) do nothing returning revision`
+        : expected === 'any'
+          ? sql`insert into es_streams (stream_name, revision) values (${append.stream}, ${count}::bigint - 1)
+                on conflict (stream_name) do update set revision = es_streams.revision + ${count}::bigint returning revision`
+          : sql`update es_streams set revision = revision + ${count}::bigint where stream_name = ${append.stream}
+                ${expected === 'stream_exists' ? sql`` : sql`and revision = ${expected.toString()}::bigint`} returning revision`;
+    const row = (await sql<{ revision: string; transaction_id: string; global_position: string }>`
+      with claimed as (${claim}),
+      incoming as (
+        select * from unnest(${append.events.map((e) => e.id!)}::uuid[], ${append.events.map((e) => e.type)}::text[],
+          ${append.events.map((e) => JSON.stringify(e.data ?? null))}::jsonb[], ${append.events.map((e) => JSON.stringify(e.metadata ?? {}))}::jsonb[])
+          with ordinality as e(event_id, event_type, data, metadata, ord)
+      ),
+      inserted as (
+        insert into es_events (stream_name, stream_revision, event_id, event_type, data, metadata)
+        select ${append.stream}, claimed.revision - ${count}::bigint + incoming.ord, incoming.event_id, incoming.event_type, incoming.data, incoming.metadata
+        from claimed cross join incoming order by incoming.ord
+        returning transaction_id, global_position
+      ),
+      last as (select transaction_id, global_position from inserted order by global_position desc limit 1)
+      select claimed.revision, last.transaction_id::text as transaction_id, last.global_position, pg_notify(${APPENDED_CHANNEL}, '') as notified
+      from claimed cross join last`.execute(this.db)).rows[0];
+    if (!row) return null;
+    return { stream: append.stream, nextExpectedRevision: BigInt(row.revision), position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)) };
   }
 
   async appendMultiple(appends: StreamAppend[]): Promise<AppendResult[]> {

@@ -1,0 +1,129 @@
+/**
+ * Event store benchmark: appends through the PostgreSQL adapter against a reference measured in the same
+ * run, raw PostgreSQL doing the same durable work (one transaction per append, one JSONB row with an
+ * id and stream revision, unique keys). Reports throughput, latency percentiles and ratios.
+ *
+ *   npm run bench                      # local PostgreSQL at 127.0.0.1:5432 (a scratch database)
+ *   BENCH_DATABASE_URL=postgres://... npm run bench
+ *   BENCH_APPENDS=5000 BENCH_CONCURRENCY=16 npm run bench
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import cliProgress from 'cli-progress';
+import pg from 'pg';
+import { pino } from 'pino';
+import { openPostgres } from '../infra/database.ts';
+import { PostgresEventStore } from '../infra/event-store/postgres.ts';
+import { leaderboardsProjection } from '../projectors/leaderboards.ts';
+import { ProjectionRunner, liveGeneration, prepareProjections } from '../projectors/runtime.ts';
+import { migrate } from '../service.ts';
+
+const appends = Number(process.env.BENCH_APPENDS ?? 3000);
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
+const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+interface Result {
+  name: string;
+  ops: number;
+  seconds: number;
+  perSecond: number;
+  p50: number;
+  p95: number;
+  p99: number;
+}
+
+async function measure(name: string, total: number, operation: (i: number) => Promise<unknown>): Promise<Result> {
+  const bar = new cliProgress.SingleBar({ format: `${name.padEnd(34)} {bar} {value}/{total} {eta}s left`, hideCursor: true }, cliProgress.Presets.shades_classic);
+  bar.start(total, 0);
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (let i = next++; i < total; i = next++) {
+        const t0 = performance.now();
+        await operation(i);
+        latencies.push(performance.now() - t0);
+        bar.increment();
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  bar.stop();
+  latencies.sort((a, b) => a - b);
+  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
+  return { name, ops: total, seconds, perSecond: total / seconds, p50: pct(50), p95: pct(95), p99: pct(99) };
+}
+
+async function main() {
+  const name = `engage_bench_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const database = await openPostgres(url.toString(), { max: concurrency + 2 });
+  const raw = new pg.Pool({ connectionString: url.toString(), max: concurrency });
+  try {
+    await migrate(database.db);
+    const store = new PostgresEventStore(database);
+    await raw.query(`create table raw_events (
+      id bigint generated always as identity primary key, event_id uuid not null unique, stream text not null,
+      revision bigint not null, type text not null, data jsonb not null, metadata jsonb not null,
+      created_at timestamptz not null default now(), unique (stream, revision))`);
+    const data = { name: 'Weekly XP', metricType: 'total-xp', period: 'weekly', conditions: [] };
+    const metadata = { organisationId: 'a'.repeat(24), actor: 'bench' };
+
+    const reference = await measure('raw PostgreSQL insert (reference)', appends, (i) =>
+      raw.query('insert into raw_events (event_id, stream, revision, type, data, metadata) values ($1, $2, 0, $3, $4, $5)', [
+        randomUUID(), `leaderboard-${i}`, 'LeaderboardCreated', data, metadata,
+      ]),
+    );
+    const newStreams = await measure('append, new stream (no_stream)', appends, (i) =>
+      store.append(`leaderboard-${i}`, [{ type: 'LeaderboardCreated', data, metadata }], { expectedRevision: 'no_stream' }),
+    );
+    const hotStreams = await measure('append, existing stream (revision)', appends, async (i) => {
+      const stream = `user-${i % 50}`;
+      for (;;) {
+        const [last] = await store.readStream(stream, { direction: 'backwards', limit: 1 });
+        try {
+          return await store.append(stream, [{ type: 'PointsEarned', data: { points: 1 }, metadata }], { expectedRevision: last ? last.revision : 'no_stream' });
+        } catch {
+          // a concurrent writer won this revision: read again, as a command handler would
+        }
+      }
+    });
+
+    await prepareProjections(database.db, [leaderboardsProjection]);
+    const runner = new ProjectionRunner(database, store, [leaderboardsProjection], pino({ level: 'silent' }), { batchSize: 500 });
+    const head = (await store.head())!.position;
+    const started = performance.now();
+    await runner.start();
+    while (((await liveGeneration(database.db, 'leaderboards'))?.checkpoint ?? '') < head) await new Promise((r) => setTimeout(r, 20));
+    const projectionSeconds = (performance.now() - started) / 1000;
+    await runner.stop();
+    const projected = await store.countAfter(null);
+
+    const rows = [reference, newStreams, hotStreams].map((r) => ({
+      benchmark: r.name,
+      'ops/s': r.perSecond.toFixed(0),
+      'p50 ms': r.p50.toFixed(2),
+      'p95 ms': r.p95.toFixed(2),
+      'p99 ms': r.p99.toFixed(2),
+      'vs reference': (r.perSecond / reference.perSecond).toFixed(2),
+    }));
+    console.log(`\n${appends} operations each, concurrency ${concurrency}\n`);
+    console.table(rows);
+    console.log(`projection catch-up: ${projected} events scanned (${appends} leaderboards applied) in ${projectionSeconds.toFixed(2)} s = ${(projected / projectionSeconds).toFixed(0)} events/s\n`);
+    mkdirSync('bench/results', { recursive: true });
+    writeFileSync(`bench/results/event-store-${new Date().toISOString().replaceAll(':', '-')}.json`, JSON.stringify({ appends, concurrency, results: [reference, newStreams, hotStreams], projectionSeconds, projected }, null, 2));
+    await store.close();
+  } finally {
+    await raw.end();
+    await database.close();
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  }
+}
+
+await main();
