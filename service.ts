@@ -74,21 +74,27 @@ async function openEventStore(config: Config, database: Database): Promise<Event
   return KurrentDbEventStore.connect(config.kurrentDbConnectionString!);
 }
 
-/** The event store's and the projector runtime's own tables; read models migrate per generation. */
-export async function migrate(db: Kysely<any>): Promise<void> {
-  await runMigrations(db, eventStoreMigrations, 'es_migrations');
-  await runMigrations(db, projectionRuntimeMigrations, 'projection_runtime_migrations');
+/**
+ * The event store's and the projector runtime's own tables; read models migrate per generation. Returns
+ * the names of the migrations this call applied.
+ */
+export async function migrate(db: Kysely<any>): Promise<string[]> {
+  return [
+    ...(await runMigrations(db, eventStoreMigrations, 'es_migrations')),
+    ...(await runMigrations(db, projectionRuntimeMigrations, 'projection_runtime_migrations')),
+  ];
 }
 
-async function runMigrations(db: Kysely<any>, migrations: Record<string, Migration>, table: string): Promise<void> {
+async function runMigrations(db: Kysely<any>, migrations: Record<string, Migration>, table: string): Promise<string[]> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
     migrationTableName: table,
     migrationLockTableName: `${table}_lock`,
   });
-  const { error } = await migrator.migrateToLatest();
+  const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;
+  return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
 function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | null): Express {

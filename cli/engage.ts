@@ -47,6 +47,17 @@ token
     console.log(`Token ${tokenId} revoked.`);
   });
 
+program
+  .command('migrate')
+  .description('apply pending schema migrations (event store, projector runtime, read models); start-up does the same')
+  .option('--json', 'print as JSON')
+  .action(async (options: { json?: boolean }) => {
+    const result = await run((call) => call('migrations.apply', {}));
+    if (options.json) return console.log(JSON.stringify(result));
+    console.log(result.applied.length ? `Applied: ${result.applied.join(', ')}` : 'Event store and runtime schemas are up to date.');
+    printTable(result.projections, ['name', 'generation', 'version', 'status']);
+  });
+
 const projectionsCommand = program.command('projections').description('read models');
 projectionsCommand
   .command('status')

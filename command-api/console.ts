@@ -5,7 +5,8 @@ import { forbidden, notFound } from '../infra/http/errors.ts';
 import { parse } from '../infra/http/request-context.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { projections } from '../projectors/index.ts';
-import { projectionStatus, startRebuild } from '../projectors/runtime.ts';
+import { prepareProjections, projectionStatus, startRebuild } from '../projectors/runtime.ts';
+import { migrate } from '../service.ts';
 import type { ServiceContext } from './context.ts';
 import { createOrganisation, createOrganisationInput, issueToken, issueTokenInput, revokeToken, revokeTokenInput } from './organisations.ts';
 
@@ -24,6 +25,15 @@ export const consoleOperations = {
   'organisation.create': operation({ input: createOrganisationInput, run: createOrganisation }),
   'token.issue': operation({ input: issueTokenInput, run: issueToken }),
   'token.revoke': operation({ input: revokeTokenInput, run: revokeToken }),
+  'migrations.apply': operation({
+    input: z.object({}),
+    async run(ctx) {
+      const applied = await migrate(ctx.database.db);
+      await prepareProjections(ctx.database.db, projections);
+      const generations = await projectionStatus(ctx.database.db, ctx.store);
+      return { applied, projections: generations.map(({ name, generation, version, status }) => ({ name, generation, version, status })) };
+    },
+  }),
   'projections.status': operation({ input: z.object({}), run: (ctx) => projectionStatus(ctx.database.db, ctx.store) }),
   'projections.rebuild': operation({
     input: z.object({ names: z.array(z.string()).min(1) }),

