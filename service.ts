@@ -10,6 +10,7 @@ import type { Config } from './infra/config.ts';
 import { openPglite, openPostgres, type Database } from './infra/database.ts';
 import type { EventStore } from './infra/event-store/port.ts';
 import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/postgres.ts';
+import { ApiDescription } from './infra/http/api-description.ts';
 import { errorHandler, unknownRoute } from './infra/http/errors.ts';
 import { createHttpApp } from './infra/http/plumbing.ts';
 import type { Logger } from './infra/logging.ts';
@@ -102,7 +103,9 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
   const db = ctx.database.db;
   app.use(healthRoutes(ctx, redis));
   app.use(consoleRouter(ctx, consoleSecret));
-  app.use('/api/v2/admin', requireApiToken(db, 'admin'), leaderboardCommands(ctx), leaderboardQueries(ctx));
+  const admin = new ApiDescription('admin', 'engage admin API', 'Configure an organisation: leaderboards and everything a programme needs.');
+  const adminRoutes = [leaderboardCommands(ctx, admin), leaderboardQueries(ctx, admin)];
+  app.use('/api/v2/admin', admin.router(), requireApiToken(db, 'admin'), ...adminRoutes);
   app.use('/api/v2/integration', requireApiToken(db, 'integration'));
   app.use('/api/v2/analytics', requireApiToken(db, 'analytics'));
   app.use(unknownRoute);

@@ -33,7 +33,10 @@ interface Result {
 }
 
 async function measure(name: string, total: number, operation: (i: number) => Promise<unknown>): Promise<Result> {
-  const bar = new cliProgress.SingleBar({ format: `${name.padEnd(34)} {bar} {value}/{total} {eta}s left`, hideCursor: true }, cliProgress.Presets.shades_classic);
+  const bar = new cliProgress.SingleBar(
+    { format: `${name.padEnd(34)} {bar} {value}/{total} {eta}s left`, hideCursor: true },
+    cliProgress.Presets.shades_classic,
+  );
   bar.start(total, 0);
   const latencies: number[] = [];
   let next = 0;
@@ -76,7 +79,11 @@ async function main() {
 
     const reference = await measure('raw PostgreSQL insert (reference)', appends, (i) =>
       raw.query('insert into raw_events (event_id, stream, revision, type, data, metadata) values ($1, $2, 0, $3, $4, $5)', [
-        randomUUID(), `leaderboard-${i}`, 'LeaderboardCreated', data, metadata,
+        randomUUID(),
+        `leaderboard-${i}`,
+        'LeaderboardCreated',
+        data,
+        metadata,
       ]),
     );
     const newStreams = await measure('append, new stream (no_stream)', appends, (i) =>
@@ -87,7 +94,9 @@ async function main() {
       for (;;) {
         const [last] = await store.readStream(stream, { direction: 'backwards', limit: 1 });
         try {
-          return await store.append(stream, [{ type: 'PointsEarned', data: { points: 1 }, metadata }], { expectedRevision: last ? last.revision : 'no_stream' });
+          return await store.append(stream, [{ type: 'PointsEarned', data: { points: 1 }, metadata }], {
+            expectedRevision: last ? last.revision : 'no_stream',
+          });
         } catch {
           // a concurrent writer won this revision: read again, as a command handler would
         }
@@ -114,9 +123,14 @@ async function main() {
     }));
     console.log(`\n${appends} operations each, concurrency ${concurrency}\n`);
     console.table(rows);
-    console.log(`projection catch-up: ${projected} events scanned (${appends} leaderboards applied) in ${projectionSeconds.toFixed(2)} s = ${(projected / projectionSeconds).toFixed(0)} events/s\n`);
+    console.log(
+      `projection catch-up: ${projected} events scanned (${appends} leaderboards applied) in ${projectionSeconds.toFixed(2)} s = ${(projected / projectionSeconds).toFixed(0)} events/s\n`,
+    );
     mkdirSync('bench/results', { recursive: true });
-    writeFileSync(`bench/results/event-store-${new Date().toISOString().replaceAll(':', '-')}.json`, JSON.stringify({ appends, concurrency, results: [reference, newStreams, hotStreams], projectionSeconds, projected }, null, 2));
+    writeFileSync(
+      `bench/results/event-store-${new Date().toISOString().replaceAll(':', '-')}.json`,
+      JSON.stringify({ appends, concurrency, results: [reference, newStreams, hotStreams], projectionSeconds, projected }, null, 2),
+    );
     await store.close();
   } finally {
     await raw.end();

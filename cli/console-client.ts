@@ -34,7 +34,10 @@ export async function withConsole<T>(config: Config, work: (run: RunOperation) =
 }
 
 export class ConsoleFailure extends Error {
-  constructor(message: string, readonly issues: { message: string }[] = []) {
+  constructor(
+    message: string,
+    readonly issues: { message: string }[] = [],
+  ) {
     super(message);
   }
 }

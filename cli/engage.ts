@@ -33,7 +33,9 @@ token
   .addOption(new Option('--families <families...>', 'API families the token grants').choices([...API_FAMILIES]).default([...API_FAMILIES]))
   .option('--json', 'print as JSON')
   .action(async (options: { org: string; name: string; domain?: string; families: string[]; json?: boolean }) => {
-    const issued = await run((call) => call('token.issue', { organisationId: options.org, name: options.name, domain: options.domain, families: options.families }));
+    const issued = await run((call) =>
+      call('token.issue', { organisationId: options.org, name: options.name, domain: options.domain, families: options.families }),
+    );
     if (options.json) return console.log(JSON.stringify(issued));
     printRecord({ tokenId: issued.tokenId, domain: issued.domain, families: issued.families.join(', '), token: issued.token });
   });

@@ -8,7 +8,11 @@ export function printTable(rows: Record<string, unknown>[], columns: string[]): 
   if (rows.length === 0) return console.log('(none)');
   const cells = rows.map((row) => columns.map((column) => format(row[column])));
   const widths = columns.map((column, i) => Math.max(column.length, ...cells.map((line) => line[i]!.length)));
-  const line = (values: string[]) => values.map((value, i) => value.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((value, i) => value.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   console.log(line(columns));
   console.log(line(widths.map((width) => '-'.repeat(width))));
   for (const row of cells) console.log(line(row));

@@ -39,7 +39,9 @@ export const consoleOperations = {
     input: z.object({ names: z.array(z.string()).min(1) }),
     async run(ctx, input) {
       const chosen = input.names.map((name) => projections.find((p) => p.name === name) ?? notFoundProjection(name));
-      return Promise.all(chosen.map(async (projection) => ({ name: projection.name, generation: (await startRebuild(ctx.database.db, projection)).generation })));
+      return Promise.all(
+        chosen.map(async (projection) => ({ name: projection.name, generation: (await startRebuild(ctx.database.db, projection)).generation })),
+      );
     },
   }),
 };
@@ -65,7 +67,8 @@ export function consoleRouter(ctx: ServiceContext, secret: string): Router {
     const remote = req.socket.remoteAddress ?? '';
     const loopback = remote === '127.0.0.1' || remote === '::1' || remote === '::ffff:127.0.0.1';
     const given = Buffer.from(req.get('x-console-secret') ?? '');
-    if (!loopback || given.length !== expected.length || !timingSafeEqual(given, expected)) throw forbidden('Console access is local and needs the console secret');
+    if (!loopback || given.length !== expected.length || !timingSafeEqual(given, expected))
+      throw forbidden('Console access is local and needs the console secret');
     res.json(await runConsoleOperation(ctx, String(req.params.operation), req.body ?? {}, 'console'));
   });
   return router;

@@ -1,70 +1,62 @@
 import { Router } from 'express';
-import { z } from 'zod';
-import { LEADERBOARD_STATUSES, METRIC_TYPES, PERIODS, leaderboardDecider, metricFitsPeriod, type LeaderboardConfig, type LeaderboardEvent } from '../domain/leaderboard.ts';
+import { leaderboardDecider, type LeaderboardConfig, type LeaderboardEvent } from '../domain/leaderboard.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { eventMetadata, parse, setEventPosition } from '../infra/http/request-context.ts';
-import { ID_PATTERN, newId } from '../infra/ids.ts';
-import { handleCommand } from './command-handling.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { createLeaderboardBody, leaderboardConfigSchema } from '../infra/contract/leaderboards.ts';
+import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { newId } from '../infra/ids.ts';
 import type { ServiceContext } from './context.ts';
+import { runCommand } from './run-command.ts';
 
-export const hexId = z.string().regex(ID_PATTERN, 'must be 24 hexadecimal characters');
+export const idempotencyKeyHeader = {
+  name: 'Idempotency-Key',
+  description: 'Retrying with the same key returns the first answer and changes nothing; reusing it for a different body is a 409',
+};
 
-/** An ISO 8601 date-time (with Z or an offset) or a calendar date; stored and returned in UTC ISO form. */
-export const dateTime = z
-  .union([z.iso.datetime({ offset: true }), z.iso.date()], { error: 'must be an ISO 8601 date-time such as 2026-01-05T00:00:00Z' })
-  .transform((value) => new Date(value).toISOString());
-
-export const conditionSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('community'), communityId: hexId }),
-  z.object({ type: z.literal('variable-config'), variableConfigId: hexId, value: z.union([z.string(), z.number(), z.boolean()]) }),
-]);
-
-export const createLeaderboardBody = z
-  .object({
-    name: z.string().min(1),
-    description: z.string().nullable().optional(),
-    metricType: z.enum(METRIC_TYPES),
-    startsAt: dateTime,
-    expiresAt: dateTime.nullable().optional(),
-    status: z.enum(LEADERBOARD_STATUSES),
-    period: z.enum(PERIODS),
-    conditions: z.array(conditionSchema).max(50).default([]),
-  })
-  .superRefine((body, ctx) => {
-    if (!metricFitsPeriod(body.metricType, body.period)) {
-      ctx.addIssue({ code: 'custom', path: ['metricType'], message: `${body.metricType} cannot vary within a ${body.period} period` });
-    }
-    if (body.expiresAt && Date.parse(body.expiresAt) <= Date.parse(body.startsAt)) {
-      ctx.addIssue({ code: 'custom', path: ['expiresAt'], message: 'must be after startsAt' });
-    }
-  });
-
-export function leaderboardCommands(ctx: ServiceContext): Router {
+export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
 
-  router.post('/leaderboards', async (req, res) => {
-    const body = parse(createLeaderboardBody, req.body);
-    const { organisationId } = tenantOf(res);
-    const leaderboardId = newId();
-    const metadata = eventMetadata(req, res);
-    const handled = await handleCommand(
-      ctx.store,
-      [
-        {
-          stream: `leaderboard-${leaderboardId}`,
-          decider: leaderboardDecider,
-          command: {
-            type: 'CreateLeaderboard',
-            data: { ...body, description: body.description ?? null, expiresAt: body.expiresAt ?? null, leaderboardId, organisationId, actor: metadata.actor!, now: metadata.occurredAt! },
+  admin.route(
+    router,
+    {
+      method: 'post',
+      path: '/leaderboards',
+      tag: 'Leaderboards',
+      summary: 'Create a leaderboard config',
+      description:
+        'Appends `LeaderboardCreated` on `leaderboard-<id>`. The response carries `x-event-position`; send it as `x-min-position` to read your write.',
+      body: createLeaderboardBody,
+      headers: [idempotencyKeyHeader],
+      responses: { 200: { description: 'The created leaderboard config', schema: leaderboardConfigSchema } },
+    },
+    async (req, res) => {
+      const body = parse(createLeaderboardBody, req.body);
+      const { organisationId } = tenantOf(res);
+      const { actor, occurredAt } = eventMetadata(req, res);
+      const leaderboardId = newId();
+      await runCommand(ctx, req, res, {
+        parts: [
+          {
+            stream: `leaderboard-${leaderboardId}`,
+            decider: leaderboardDecider,
+            command: {
+              type: 'CreateLeaderboard',
+              data: {
+                ...body,
+                description: body.description ?? null,
+                expiresAt: body.expiresAt ?? null,
+                leaderboardId,
+                organisationId,
+                actor: actor!,
+                now: occurredAt!,
+              },
+            },
           },
-        },
-      ],
-      metadata,
-    );
-    const [created] = handled.events[0] as LeaderboardEvent[];
-    setEventPosition(res, handled.position);
-    res.status(200).json(configFromCreated(created!));
-  });
+        ],
+        respond: ([events]) => ({ status: 200, body: configFromCreated((events as LeaderboardEvent[])[0]!) }),
+      });
+    },
+  );
 
   return router;
 }

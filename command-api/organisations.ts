@@ -26,11 +26,25 @@ export async function createOrganisation(ctx: ServiceContext, input: z.infer<typ
   const handled = await handleCommand(
     ctx.store,
     [
-      { stream: `domain-${domain}`, decider: domainNameDecider, command: { type: 'ClaimDomain', data: { hostname: domain, organisationId, kind: 'standard' } } },
+      {
+        stream: `domain-${domain}`,
+        decider: domainNameDecider,
+        command: { type: 'ClaimDomain', data: { hostname: domain, organisationId, kind: 'standard' } },
+      },
       {
         stream: `organisation-${organisationId}`,
         decider: organisationDecider,
-        command: { type: 'CreateOrganisation', data: { organisationId, name: input.name, slug: input.slug, platformDomain: ctx.config.platformDomain, adminToken: { tokenId, prefix, secretHash }, now } },
+        command: {
+          type: 'CreateOrganisation',
+          data: {
+            organisationId,
+            name: input.name,
+            slug: input.slug,
+            platformDomain: ctx.config.platformDomain,
+            adminToken: { tokenId, prefix, secretHash },
+            now,
+          },
+        },
       },
     ],
     { ...metadata, organisationId },
@@ -43,7 +57,10 @@ export const issueTokenInput = z.object({
   organisationId: z.string().regex(ID_PATTERN, 'must be 24 hexadecimal characters'),
   name: z.string().trim().min(1).max(100).default('api'),
   domain: z.string().toLowerCase().optional(),
-  families: z.array(z.enum(API_FAMILIES)).min(1).default([...API_FAMILIES]),
+  families: z
+    .array(z.enum(API_FAMILIES))
+    .min(1)
+    .default([...API_FAMILIES]),
 });
 
 export async function issueToken(ctx: ServiceContext, input: z.infer<typeof issueTokenInput>, metadata: EventMetadata) {
@@ -55,7 +72,10 @@ export async function issueToken(ctx: ServiceContext, input: z.infer<typeof issu
       {
         stream: `organisation-${input.organisationId}`,
         decider: organisationDecider,
-        command: { type: 'IssueApiToken', data: { tokenId, name: input.name, prefix, secretHash, domain: input.domain, families: input.families, now: new Date().toISOString() } },
+        command: {
+          type: 'IssueApiToken',
+          data: { tokenId, name: input.name, prefix, secretHash, domain: input.domain, families: input.families, now: new Date().toISOString() },
+        },
       },
     ],
     { ...metadata, organisationId: input.organisationId },
@@ -73,7 +93,13 @@ export async function revokeToken(ctx: ServiceContext, input: z.infer<typeof rev
   if (!row) throw notFound(`Token ${input.tokenId} not found`);
   const handled = await handleCommand(
     ctx.store,
-    [{ stream: `organisation-${row.organisation_id}`, decider: organisationDecider, command: { type: 'RevokeApiToken', data: { tokenId: input.tokenId, now: new Date().toISOString() } } }],
+    [
+      {
+        stream: `organisation-${row.organisation_id}`,
+        decider: organisationDecider,
+        command: { type: 'RevokeApiToken', data: { tokenId: input.tokenId, now: new Date().toISOString() } },
+      },
+    ],
     { ...metadata, organisationId: row.organisation_id },
   );
   await settle(ctx, handled.position);

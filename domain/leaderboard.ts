@@ -17,9 +17,7 @@ export type Period = (typeof PERIODS)[number];
 export const LEADERBOARD_STATUSES = ['archived', 'draft', 'expired', 'live', 'scheduled'] as const;
 export type LeaderboardStatus = (typeof LEADERBOARD_STATUSES)[number];
 
-export type Condition =
-  | { type: 'community'; communityId: string }
-  | { type: 'variable-config'; variableConfigId: string; value: string | number | boolean };
+export type Condition = { type: 'community'; communityId: string } | { type: 'variable-config'; variableConfigId: string; value: string | number | boolean };
 
 export interface RankReward {
   startRank: number;
@@ -59,8 +57,7 @@ export type LeaderboardCommand = {
 };
 
 export type LeaderboardState =
-  | { exists: false }
-  | ({ exists: true; leaderboardId: string; organisationId: string; rewardsConfig: RankReward[] } & LeaderboardDefinition);
+  { exists: false } | ({ exists: true; leaderboardId: string; organisationId: string; rewardsConfig: RankReward[] } & LeaderboardDefinition);
 
 export const leaderboardDecider: Decider<LeaderboardCommand, LeaderboardEvent, LeaderboardState> = {
   initialState: { exists: false },

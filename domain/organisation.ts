@@ -7,8 +7,14 @@ export const SLUG_PATTERN = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 const RESERVED_SLUGS = new Set(['www', 'api', 'app', 'admin', 'mail', 'status']);
 
 export type OrganisationEvent =
-  | DomainEvent<'OrganisationCreated', { organisationId: string; name: string; slug: string; domain: string; defaultLanguage: string; timezone: string; createdAt: string }>
-  | DomainEvent<'ApiTokenIssued', { organisationId: string; tokenId: string; name: string; prefix: string; secretHash: string; domain: string; families: ApiFamily[]; issuedAt: string }>
+  | DomainEvent<
+      'OrganisationCreated',
+      { organisationId: string; name: string; slug: string; domain: string; defaultLanguage: string; timezone: string; createdAt: string }
+    >
+  | DomainEvent<
+      'ApiTokenIssued',
+      { organisationId: string; tokenId: string; name: string; prefix: string; secretHash: string; domain: string; families: ApiFamily[]; issuedAt: string }
+    >
   | DomainEvent<'ApiTokenRevoked', { organisationId: string; tokenId: string; revokedAt: string }>;
 
 export type OrganisationCommand =
@@ -57,7 +63,9 @@ export const organisationDecider: Decider<OrganisationCommand, OrganisationEvent
         if (!state.domains.includes(domain)) throw new DomainError('invalid', `The domain ${domain} is not one of this organisation's domains`);
         if (families.length === 0) throw new DomainError('invalid', 'A token needs at least one API family');
         if (state.tokens.has(tokenId)) throw new DomainError('conflict', `Token ${tokenId} already exists`);
-        return [{ type: 'ApiTokenIssued', data: { organisationId, tokenId, name, prefix, secretHash, domain, families: [...new Set(families)], issuedAt: now } }];
+        return [
+          { type: 'ApiTokenIssued', data: { organisationId, tokenId, name, prefix, secretHash, domain, families: [...new Set(families)], issuedAt: now } },
+        ];
       }
       case 'RevokeApiToken': {
         const organisationId = requireOrganisation(state);

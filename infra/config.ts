@@ -31,9 +31,19 @@ const environment = z.object({
     .string()
     .default('localhost')
     .transform((value) => value.toLowerCase())
-    .pipe(z.string().regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/, 'must be a domain name such as localhost or engage.example.com')),
+    .pipe(
+      z
+        .string()
+        .regex(
+          /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/,
+          'must be a domain name such as localhost or engage.example.com',
+        ),
+    ),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/i, 'must be a size such as 100kb or 1mb').default('1mb'),
+  BODY_LIMIT: z
+    .string()
+    .regex(/^\d+(b|kb|mb)$/i, 'must be a size such as 100kb or 1mb')
+    .default('1mb'),
   READ_YOUR_WRITES_TIMEOUT_MS: integer(5000, 0, 60_000),
   SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 300_000),
   DATABASE_POOL_SIZE: integer(10, 1, 200),

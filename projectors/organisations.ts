@@ -52,7 +52,15 @@ export const organisationsProjection: Projection = {
       case 'OrganisationCreated':
         await db
           .insertInto('organisations')
-          .values({ id: data.organisationId, name: data.name, slug: data.slug, domain: data.domain, default_language: data.defaultLanguage, timezone: data.timezone, created_at: data.createdAt })
+          .values({
+            id: data.organisationId,
+            name: data.name,
+            slug: data.slug,
+            domain: data.domain,
+            default_language: data.defaultLanguage,
+            timezone: data.timezone,
+            created_at: data.createdAt,
+          })
           .onConflict((oc) => oc.column('id').doNothing())
           .execute();
         return;
@@ -66,7 +74,16 @@ export const organisationsProjection: Projection = {
       case 'ApiTokenIssued':
         await db
           .insertInto('api_tokens')
-          .values({ id: data.tokenId, organisation_id: data.organisationId, name: data.name, prefix: data.prefix, secret_hash: data.secretHash, domain: data.domain, families: data.families, issued_at: data.issuedAt })
+          .values({
+            id: data.tokenId,
+            organisation_id: data.organisationId,
+            name: data.name,
+            prefix: data.prefix,
+            secret_hash: data.secretHash,
+            domain: data.domain,
+            families: data.families,
+            issued_at: data.issuedAt,
+          })
           .onConflict((oc) => oc.column('id').doNothing())
           .execute();
         return;

@@ -71,10 +71,7 @@ async function migrateGeneration(db: Kysely<any>, projection: Projection, genera
   const schema = schemaOf(projection.name, generation);
   await db.schema.createSchema(schema).ifNotExists().execute();
   const scoped = Object.fromEntries(
-    Object.entries(projection.migrations).map(([name, migration]) => [
-      name,
-      { up: (migrating: Kysely<any>) => migration.up(migrating.withSchema(schema)) },
-    ]),
+    Object.entries(projection.migrations).map(([name, migration]) => [name, { up: (migrating: Kysely<any>) => migration.up(migrating.withSchema(schema)) }]),
   );
   const migrator = new Migrator({
     db,
@@ -123,12 +120,8 @@ export async function prepareProjections(db: Kysely<any>, projections: readonly 
 }
 
 export async function liveGeneration(db: Kysely<any>, name: string): Promise<GenerationRow | undefined> {
-  return (await db
-    .selectFrom('projection_generations')
-    .selectAll()
-    .where('name', '=', name)
-    .where('status', '=', 'live')
-    .executeTakeFirst()) as GenerationRow | undefined;
+  return (await db.selectFrom('projection_generations').selectAll().where('name', '=', name).where('status', '=', 'live').executeTakeFirst()) as
+    GenerationRow | undefined;
 }
 
 /** Starts (or finds) a `building` generation that will replace the live one once it has caught up. */
@@ -206,12 +199,7 @@ export async function projectionStatus(db: Kysely<any>, store: EventStore): Prom
  * Read-your-writes: resolves true once every named projection's live checkpoint is at or past `position`,
  * false if that takes longer than `timeoutMs`.
  */
-export async function waitForProjections(
-  db: Kysely<any>,
-  names: readonly string[],
-  position: Position,
-  timeoutMs: number,
-): Promise<boolean> {
+export async function waitForProjections(db: Kysely<any>, names: readonly string[], position: Position, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
     const rows = await db

@@ -16,7 +16,16 @@ export function healthRoutes(ctx: ServiceContext, redis: Redis | null): Router {
       ...(redis ? { redis: () => redis.ping() } : {}),
     };
     const results = await Promise.all(
-      Object.entries(checks).map(async ([name, check]) => [name, await check().then(() => 'ok', (error: Error) => `down: ${error.message}`)] as const),
+      Object.entries(checks).map(
+        async ([name, check]) =>
+          [
+            name,
+            await check().then(
+              () => 'ok',
+              (error: Error) => `down: ${error.message}`,
+            ),
+          ] as const,
+      ),
     );
     const ready = results.every(([, result]) => result === 'ok');
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks: Object.fromEntries(results) });

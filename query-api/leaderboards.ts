@@ -2,37 +2,82 @@ import { Router } from 'express';
 import type { LeaderboardConfig } from '../domain/leaderboard.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { notFound } from '../infra/http/errors.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { pageOf } from '../infra/contract/common.ts';
+import { leaderboardConfigSchema } from '../infra/contract/leaderboards.ts';
 import { pagination, type Page } from '../infra/http/pagination.ts';
 import { parse, readYourWrites } from '../infra/http/request-context.ts';
 import type { ServiceContext } from '../command-api/context.ts';
 
-export function leaderboardQueries(ctx: ServiceContext): Router {
+const minPositionHeader = {
+  name: 'x-min-position',
+  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
+};
+
+export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
   const db = ctx.database.db;
   const fresh = readYourWrites(db, ['leaderboards'], ctx.config.readYourWritesTimeoutMs);
 
-  router.get('/leaderboards', fresh, async (req, res) => {
-    const { limit, skip } = parse(pagination, req.query);
-    const { organisationId } = tenantOf(res);
-    const [rows, count] = await Promise.all([
-      db.selectFrom('leaderboards').selectAll().where('organisation_id', '=', organisationId).orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset(skip).execute(),
-      db.selectFrom('leaderboards').select((eb) => eb.fn.countAll<string>().as('count')).where('organisation_id', '=', organisationId).executeTakeFirstOrThrow(),
-    ]);
-    const page: Page<LeaderboardConfig> = { totalCount: Number(count.count), edges: rows.map(toConfig) };
-    res.json(page);
-  });
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/leaderboards',
+      tag: 'Leaderboards',
+      summary: "List the organisation's leaderboard configs, newest first",
+      query: pagination,
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'A page of leaderboard configs', schema: pageOf(leaderboardConfigSchema) } },
+    },
+    fresh,
+    async (req, res) => {
+      const { limit, skip } = parse(pagination, req.query);
+      const { organisationId } = tenantOf(res);
+      const [rows, count] = await Promise.all([
+        db
+          .selectFrom('leaderboards')
+          .selectAll()
+          .where('organisation_id', '=', organisationId)
+          .orderBy('created_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(limit)
+          .offset(skip)
+          .execute(),
+        db
+          .selectFrom('leaderboards')
+          .select((eb) => eb.fn.countAll<string>().as('count'))
+          .where('organisation_id', '=', organisationId)
+          .executeTakeFirstOrThrow(),
+      ]);
+      const page: Page<LeaderboardConfig> = { totalCount: Number(count.count), edges: rows.map(toConfig) };
+      res.json(page);
+    },
+  );
 
-  router.get('/leaderboards/:leaderboardConfigId', fresh, async (req, res) => {
-    const { organisationId } = tenantOf(res);
-    const row = await db
-      .selectFrom('leaderboards')
-      .selectAll()
-      .where('organisation_id', '=', organisationId)
-      .where('id', '=', String(req.params.leaderboardConfigId).toLowerCase())
-      .executeTakeFirst();
-    if (!row) throw notFound('Leaderboard not found');
-    res.json(toConfig(row));
-  });
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/leaderboards/:leaderboardConfigId',
+      tag: 'Leaderboards',
+      summary: 'Read one leaderboard config',
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'The leaderboard config', schema: leaderboardConfigSchema } },
+    },
+    fresh,
+    async (req, res) => {
+      const { organisationId } = tenantOf(res);
+      const row = await db
+        .selectFrom('leaderboards')
+        .selectAll()
+        .where('organisation_id', '=', organisationId)
+        .where('id', '=', String(req.params.leaderboardConfigId).toLowerCase())
+        .executeTakeFirst();
+      if (!row) throw notFound('Leaderboard not found');
+      res.json(toConfig(row));
+    },
+  );
 
   return router;
 }

@@ -6,7 +6,14 @@ import { hostnameOf } from '../infra/auth.ts';
 describe('configuration', () => {
   it('defaults to embedded mode on port 3000 with localhost subdomains', () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ port: 3000, databaseUrl: undefined, redisUrl: undefined, platformDomain: 'localhost', eventStore: 'postgres', bodyLimit: '1mb' });
+    expect(config).toMatchObject({
+      port: 3000,
+      databaseUrl: undefined,
+      redisUrl: undefined,
+      platformDomain: 'localhost',
+      eventStore: 'postgres',
+      bodyLimit: '1mb',
+    });
     expect(config.dataDir.endsWith('.data')).toBe(true);
   });
 

@@ -25,15 +25,21 @@ describe('leaderboard decider', () => {
   });
 
   it('refuses to create one twice', () => {
-    given(leaderboardDecider, [created]).when(create()).thenRefuses('conflict', /already exists/);
+    given(leaderboardDecider, [created])
+      .when(create())
+      .thenRefuses('conflict', /already exists/);
   });
 
   it('refuses an expiry at or before the start', () => {
-    given(leaderboardDecider, []).when(create({ expiresAt: definition.startsAt })).thenRefuses('invalid', /expiresAt must be after startsAt/);
+    given(leaderboardDecider, [])
+      .when(create({ expiresAt: definition.startsAt }))
+      .thenRefuses('invalid', /expiresAt must be after startsAt/);
   });
 
   it('refuses a metric that cannot vary within the period', () => {
-    given(leaderboardDecider, []).when(create({ metricType: 'consistent-weeks', period: 'weekly' })).thenRefuses('invalid', /cannot vary/);
+    given(leaderboardDecider, [])
+      .when(create({ metricType: 'consistent-weeks', period: 'weekly' }))
+      .thenRefuses('invalid', /cannot vary/);
   });
 
   it('evolves into the configured leaderboard with no rank rewards yet', () => {

@@ -35,7 +35,23 @@ describe('leaderboards over HTTP', () => {
     expect(response.status).toBe(200);
     const config = response.body;
     expect(Object.keys(config).sort()).toEqual(
-      ['conditions', 'createdAt', 'createdBy', 'description', 'expiresAt', 'id', 'metricType', 'name', 'organisationId', 'period', 'rewardsConfig', 'startsAt', 'status', 'updatedAt', 'updatedBy'].sort(),
+      [
+        'conditions',
+        'createdAt',
+        'createdBy',
+        'description',
+        'expiresAt',
+        'id',
+        'metricType',
+        'name',
+        'organisationId',
+        'period',
+        'rewardsConfig',
+        'startsAt',
+        'status',
+        'updatedAt',
+        'updatedBy',
+      ].sort(),
     );
     expect(config.id).toMatch(/^[0-9a-f]{24}$/);
     expect(config.organisationId).toBe(acme.organisationId);
@@ -59,7 +75,11 @@ describe('leaderboards over HTTP', () => {
     expect(stored.map((event) => event.type)).toEqual(['LeaderboardCreated']);
     expect(stored[0]!.metadata).toMatchObject({ organisationId: acme.organisationId, actor: config.createdBy, causationId: response.headers['x-request-id'] });
 
-    const read = await t.request('GET', `/api/v2/admin/leaderboards/${config.id}`, asAcme({ 'x-min-position': response.headers['x-event-position'] as string }));
+    const read = await t.request(
+      'GET',
+      `/api/v2/admin/leaderboards/${config.id}`,
+      asAcme({ 'x-min-position': response.headers['x-event-position'] as string }),
+    );
     expect(read.status).toBe(200);
     expect(read.body).toEqual(config);
   });
@@ -76,7 +96,15 @@ describe('leaderboards over HTTP', () => {
       const response = await t.request('POST', '/api/v2/admin/leaderboards', { ...asAcme(), body: { ...valid, status } });
       expect(response.status, status).toBe(200);
     }
-    for (const metricType of ['consistent-weeks', 'qualifying-active-days', 'total-actions-completed', 'total-challenges-completed', 'total-challenges-started', 'total-xp', 'unique-challenges-completed']) {
+    for (const metricType of [
+      'consistent-weeks',
+      'qualifying-active-days',
+      'total-actions-completed',
+      'total-challenges-completed',
+      'total-challenges-started',
+      'total-xp',
+      'unique-challenges-completed',
+    ]) {
       const response = await t.request('POST', '/api/v2/admin/leaderboards', { ...asAcme(), body: { ...valid, metricType, period: 'monthly' } });
       expect(response.status, metricType).toBe(200);
     }
@@ -106,9 +134,17 @@ describe('leaderboards over HTTP', () => {
     ['community condition without communityId', { ...valid, conditions: [{ type: 'community' }] }, 'conditions.0.communityId'],
     ['communityId not 24 hex', { ...valid, conditions: [{ type: 'community', communityId: 'xyz' }] }, 'conditions.0.communityId'],
     ['communityId of 25 hex', { ...valid, conditions: [{ type: 'community', communityId: 'a'.repeat(25) }] }, 'conditions.0.communityId'],
-    ['variableConfigId not 24 hex', { ...valid, conditions: [{ type: 'variable-config', variableConfigId: '123', value: 'gold' }] }, 'conditions.0.variableConfigId'],
+    [
+      'variableConfigId not 24 hex',
+      { ...valid, conditions: [{ type: 'variable-config', variableConfigId: '123', value: 'gold' }] },
+      'conditions.0.variableConfigId',
+    ],
     ['variable-config without value', { ...valid, conditions: [{ type: 'variable-config', variableConfigId: 'a'.repeat(24) }] }, 'conditions.0.value'],
-    ['variable-config value an object', { ...valid, conditions: [{ type: 'variable-config', variableConfigId: 'a'.repeat(24), value: { tier: 1 } }] }, 'conditions.0.value'],
+    [
+      'variable-config value an object',
+      { ...valid, conditions: [{ type: 'variable-config', variableConfigId: 'a'.repeat(24), value: { tier: 1 } }] },
+      'conditions.0.value',
+    ],
     ['consistent-weeks with a daily period', { ...valid, metricType: 'consistent-weeks', period: 'daily' }, 'metricType'],
     ['consistent-weeks with a weekly period', { ...valid, metricType: 'consistent-weeks', period: 'weekly' }, 'metricType'],
     ['qualifying-active-days with a daily period', { ...valid, metricType: 'qualifying-active-days', period: 'daily' }, 'metricType'],
@@ -181,5 +217,57 @@ describe('leaderboards over HTTP', () => {
     expect(missing.body).toMatchObject({ code: 'NOT_FOUND' });
     const bad = await t.request('GET', '/api/v2/admin/leaderboards', asAcme({ 'x-min-position': 'yesterday' }));
     expect(bad.status).toBe(400);
+  });
+
+  it('Idempotency-Key: a retry gets the first answer and appends nothing; a different body under the key is a 409', async () => {
+    const headers = { 'idempotency-key': 'create-weekly-1' };
+    const first = await t.request('POST', '/api/v2/admin/leaderboards', { ...asAcme(headers), body: valid });
+    expect(first.status).toBe(200);
+    const before = await t.eventCount();
+    const again = await t.request('POST', '/api/v2/admin/leaderboards', { ...asAcme(headers), body: valid });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(await t.eventCount()).toBe(before);
+    const different = await t.request('POST', '/api/v2/admin/leaderboards', { ...asAcme(headers), body: { ...valid, name: 'Other' } });
+    expect(different.status).toBe(409);
+    expect(different.body.code).toBe('CONFLICT');
+    const tooLong = await t.request('POST', '/api/v2/admin/leaderboards', { ...asAcme({ 'idempotency-key': 'k'.repeat(256) }), body: valid });
+    expect(tooLong.status).toBe(400);
+  });
+
+  it('Idempotency-Key: concurrent retries create exactly one leaderboard', async () => {
+    const fresh = await t.createOrganisation('retries');
+    const as = { host: fresh.domain, headers: { 'x-api-token': fresh.token, 'idempotency-key': 'same-request' } };
+    const responses = await Promise.all(Array.from({ length: 10 }, () => t.request('POST', '/api/v2/admin/leaderboards', { ...as, body: valid })));
+    expect(responses.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(new Set(responses.map((r) => r.body.id)).size).toBe(1);
+    const position = responses
+      .map((r) => r.headers['x-event-position'] as string)
+      .sort()
+      .at(-1)!;
+    const list = await t.request('GET', '/api/v2/admin/leaderboards', {
+      host: fresh.domain,
+      headers: { 'x-api-token': fresh.token, 'x-min-position': position },
+    });
+    expect(list.body.totalCount).toBe(1);
+  });
+
+  it('describes the admin API as OpenAPI 3.1 from the same schemas, with a docs page, without credentials', async () => {
+    const response = await t.request('GET', '/api/v2/admin/openapi.json', { host: acme.domain });
+    expect(response.status).toBe(200);
+    const document = response.body;
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info.version).toBe('1.0.0');
+    expect(document.components.securitySchemes.apiToken).toEqual(expect.objectContaining({ type: 'apiKey', in: 'header', name: 'x-api-token' }));
+    expect(Object.keys(document.paths).sort()).toEqual(['/leaderboards', '/leaderboards/{leaderboardConfigId}']);
+    expect(document.paths['/leaderboards'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateLeaderboard' });
+    const create = document.components.schemas.CreateLeaderboard;
+    expect(create.required.sort()).toEqual(['metricType', 'name', 'period', 'startsAt', 'status']);
+    expect(create.properties.metricType.enum).toHaveLength(7);
+    expect(document.paths['/leaderboards'].get.parameters.map((p: { name: string }) => p.name)).toEqual(['limit', 'skip', 'x-min-position']);
+    const docs = await t.request('GET', '/api/v2/admin/docs', { host: acme.domain });
+    expect(docs.status).toBe(200);
+    expect(docs.text).toContain('/api/v2/admin/openapi.json');
   });
 });

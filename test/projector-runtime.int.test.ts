@@ -32,7 +32,10 @@ async function caughtUp(test: TestDatabase, store: PostgresEventStore) {
 
 async function appendTally(store: PostgresEventStore, streams: number, perStream: number, type = 'Counted') {
   for (let s = 0; s < streams; s++) {
-    await store.append(`tally-${Math.random().toString(36).slice(2)}`, Array.from({ length: perStream }, (_, n) => ({ type, data: { n } })));
+    await store.append(
+      `tally-${Math.random().toString(36).slice(2)}`,
+      Array.from({ length: perStream }, (_, n) => ({ type, data: { n } })),
+    );
   }
 }
 
@@ -53,7 +56,11 @@ describe('projector runtime', () => {
     const projector = runner(test, store, { batchSize: 7 });
     await projector.start();
     await appendTally(store, 5, 4);
-    await store.append('tally-poisoned', [{ type: 'Counted', data: {} }, { type: 'Poison', data: {} }, { type: 'Counted', data: {} }]);
+    await store.append('tally-poisoned', [
+      { type: 'Counted', data: {} },
+      { type: 'Poison', data: {} },
+      { type: 'Counted', data: {} },
+    ]);
     await appendTally(store, 2, 3);
     await waitUntil(() => caughtUp(test, store), 20_000, 'projection to catch up');
     await projector.stop();
@@ -107,14 +114,13 @@ describe('projector runtime', () => {
 
     const rows = await tallyRows(test);
     const all = await store.readAll({ filter: { categories: ['tally'] }, limit: 100_000 });
-    const expected = all.events.filter((event) => event.type !== 'Poison').map((event) => event.id).sort();
+    const expected = all.events
+      .filter((event) => event.type !== 'Poison')
+      .map((event) => event.id)
+      .sort();
     expect(rows.map((row) => row.event_id)).toEqual(expected);
     expect(rows.every((row) => row.applied === 1)).toBe(true);
-    const schemas = await test.database.db
-      .selectFrom('information_schema.schemata')
-      .select('schema_name')
-      .where('schema_name', 'like', 'rm_tally_%')
-      .execute();
+    const schemas = await test.database.db.selectFrom('information_schema.schemata').select('schema_name').where('schema_name', 'like', 'rm_tally_%').execute();
     expect(schemas.map((row) => row.schema_name)).toEqual([`rm_tally_g${building.generation}`]);
   });
 });

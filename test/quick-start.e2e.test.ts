@@ -31,7 +31,10 @@ describe('quick start in embedded mode', () => {
   });
 
   it('creates an organisation with the CLI, then writes and reads a leaderboard with its token', async () => {
-    const cli = spawnSync(process.execPath, ['--import', 'tsx', 'cli/engage.ts', 'org', 'create', '--name', 'Acme', '--slug', 'acme', '--json'], { env, encoding: 'utf8' });
+    const cli = spawnSync(process.execPath, ['--import', 'tsx', 'cli/engage.ts', 'org', 'create', '--name', 'Acme', '--slug', 'acme', '--json'], {
+      env,
+      encoding: 'utf8',
+    });
     expect(cli.status, cli.stderr).toBe(0);
     const created = JSON.parse(cli.stdout);
     expect(Object.keys(created).sort()).toEqual(['domain', 'organisationId', 'token']);
@@ -45,7 +48,9 @@ describe('quick start in embedded mode', () => {
       period: 'weekly',
     });
     expect(post.status).toBe(200);
-    const get = await call(port, 'GET', `/api/v2/admin/leaderboards/${post.body.id}`, created.domain, created.token, undefined, { 'x-min-position': post.headers['x-event-position'] as string });
+    const get = await call(port, 'GET', `/api/v2/admin/leaderboards/${post.body.id}`, created.domain, created.token, undefined, {
+      'x-min-position': post.headers['x-event-position'] as string,
+    });
     expect(get.status).toBe(200);
     expect(get.body).toEqual(post.body);
   });
@@ -59,7 +64,10 @@ describe('quick start in embedded mode', () => {
   });
 
   it('refuses to start on a bad setting, naming the variable', () => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'main.ts'], { env: { ...env, PORT: 'eighty', PLATFORM_DOMAIN: 'not a domain' }, encoding: 'utf8' });
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'main.ts'], {
+      env: { ...env, PORT: 'eighty', PLATFORM_DOMAIN: 'not a domain' },
+      encoding: 'utf8',
+    });
     expect(result.status).toBe(1);
     expect(result.stderr).toContain('PORT: must be a whole number');
     expect(result.stderr).toContain('PLATFORM_DOMAIN');
@@ -69,11 +77,14 @@ describe('quick start in embedded mode', () => {
 function call(port: number, method: string, path: string, host: string, token: string, body?: unknown, headers: Record<string, string> = {}) {
   return new Promise<{ status: number; headers: Record<string, unknown>; body: any }>((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = request({ host: '127.0.0.1', port, method, path, headers: { host, 'x-api-token': token, 'content-type': 'application/json', ...headers } }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, method, path, headers: { host, 'x-api-token': token, 'content-type': 'application/json', ...headers } },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) }));
+      },
+    );
     req.on('error', reject);
     if (payload) req.write(payload);
     req.end();

@@ -69,7 +69,9 @@ describe('tenancy and API tokens', () => {
 
   it('refuses a second organisation with the same slug, and tokens for foreign domains', async () => {
     await expect(t.createOrganisation('acme')).rejects.toThrow(/already in use/);
-    await expect(t.issueToken({ organisationId: acme.organisationId, name: 'x', domain: beta.domain, families: ['admin'] })).rejects.toThrow(/not one of this organisation/);
+    await expect(t.issueToken({ organisationId: acme.organisationId, name: 'x', domain: beta.domain, families: ['admin'] })).rejects.toThrow(
+      /not one of this organisation/,
+    );
   });
 
   it('answers /healthz and /readyz without credentials', async () => {

@@ -340,10 +340,7 @@ function metadataOf(metadata: unknown): EventMetadata {
 }
 
 function matches(event: ClientRecordedEvent, filter: EventFilter | undefined): boolean {
-  return (
-    (!filter?.eventTypes || filter.eventTypes.includes(event.type)) &&
-    (!filter?.categories || filter.categories.includes(categoryOf(event.streamId)))
-  );
+  return (!filter?.eventTypes || filter.eventTypes.includes(event.type)) && (!filter?.categories || filter.categories.includes(categoryOf(event.streamId)));
 }
 
 function wrongExpectedRevision(error: WrongExpectedVersionError, appends: PreparedAppend[]): WrongExpectedRevisionError {

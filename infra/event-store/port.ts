@@ -134,7 +134,10 @@ export class WrongExpectedRevisionError extends Error {
 /** Some, but not all, of an append's event ids were appended before, or to another stream. */
 export class EventIdConflictError extends Error {
   readonly code = 'EVENT_ID_CONFLICT';
-  constructor(readonly stream: string, readonly eventIds: string[]) {
+  constructor(
+    readonly stream: string,
+    readonly eventIds: string[],
+  ) {
     super(`Stream ${stream}: event ids already used by a different append: ${eventIds.join(', ')}`);
     this.name = 'EventIdConflictError';
   }

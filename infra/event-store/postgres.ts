@@ -112,7 +112,8 @@ export class PostgresEventStore implements EventStore {
                 on conflict (stream_name) do update set revision = es_streams.revision + ${count}::bigint returning revision`
           : sql`update es_streams set revision = revision + ${count}::bigint where stream_name = ${append.stream}
                 ${expected === 'stream_exists' ? sql`` : sql`and revision = ${expected.toString()}::bigint`} returning revision`;
-    const row = (await sql<{ revision: string; transaction_id: string; global_position: string }>`
+    const row = (
+      await sql<{ revision: string; transaction_id: string; global_position: string }>`
       with claimed as (${claim}),
       incoming as (
         select * from unnest(${append.events.map((e) => e.id!)}::uuid[], ${append.events.map((e) => e.type)}::text[],
@@ -127,9 +128,14 @@ export class PostgresEventStore implements EventStore {
       ),
       last as (select transaction_id, global_position from inserted order by global_position desc limit 1)
       select claimed.revision, last.transaction_id::text as transaction_id, last.global_position, pg_notify(${APPENDED_CHANNEL}, '') as notified
-      from claimed cross join last`.execute(this.db)).rows[0];
+      from claimed cross join last`.execute(this.db)
+    ).rows[0];
     if (!row) return null;
-    return { stream: append.stream, nextExpectedRevision: BigInt(row.revision), position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)) };
+    return {
+      stream: append.stream,
+      nextExpectedRevision: BigInt(row.revision),
+      position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)),
+    };
   }
 
   async appendMultiple(appends: StreamAppend[]): Promise<AppendResult[]> {
@@ -203,7 +209,10 @@ export class PostgresEventStore implements EventStore {
     for (const append of appends) {
       const found = append.events.map((event) => byId.get(event.id!));
       if (found.some((row) => !row || row.stream_name !== append.stream)) {
-        throw new EventIdConflictError(append.stream, found.filter(Boolean).map((row) => row!.event_id));
+        throw new EventIdConflictError(
+          append.stream,
+          found.filter(Boolean).map((row) => row!.event_id),
+        );
       }
       const last = found[found.length - 1];
       if (!last) throw new EventIdConflictError(append.stream, ids);
@@ -270,11 +279,13 @@ export class PostgresEventStore implements EventStore {
   async readStream(stream: string, options: ReadStreamOptions = {}, db: Kysely<any> = this.db): Promise<RecordedEvent[]> {
     const backwards = options.direction === 'backwards';
     const from = options.from === undefined ? sql`` : sql`and stream_revision ${sql.raw(backwards ? '<=' : '>=')} ${options.from.toString()}::bigint`;
-    const rows = (await sql<EventRow>`
+    const rows = (
+      await sql<EventRow>`
       select ${sql.join(eventColumns)} from es_events
       where stream_name = ${stream} ${from}
       order by stream_revision ${sql.raw(backwards ? 'desc' : 'asc')}
-      ${options.limit === undefined ? sql`` : sql`limit ${options.limit}`}`.execute(db)).rows;
+      ${options.limit === undefined ? sql`` : sql`limit ${options.limit}`}`.execute(db)
+    ).rows;
     return rows.map(toRecorded);
   }
 
@@ -284,13 +295,15 @@ export class PostgresEventStore implements EventStore {
     const after = options.after ? parsePosition(options.after) : null;
     // One window of the log in order; rows outside the filter come back without their payload, so the
     // checkpoint can move past them.
-    const rows = (await sql<EventRow>`
+    const rows = (
+      await sql<EventRow>`
       select ${sql.join(eventColumns)}, ${matchesSql(filter)} as matches
       from es_events
       where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
         ${after ? sql`and (transaction_id, global_position) > (${after.major.toString()}::xid8, ${after.minor.toString()}::bigint)` : sql``}
       order by transaction_id, global_position
-      limit ${limit}`.execute(this.db)).rows;
+      limit ${limit}`.execute(this.db)
+    ).rows;
     const last = rows[rows.length - 1];
     return {
       events: rows.filter((row) => row.matches).map(toRecorded),
@@ -318,19 +331,23 @@ export class PostgresEventStore implements EventStore {
   }
 
   async head(): Promise<{ position: Position; createdAt: Date } | null> {
-    const row = (await sql<{ transaction_id: string; global_position: string; created_at: Date }>`
+    const row = (
+      await sql<{ transaction_id: string; global_position: string; created_at: Date }>`
       select transaction_id::text as transaction_id, global_position, created_at from es_events
       where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-      order by transaction_id desc, global_position desc limit 1`.execute(this.db)).rows[0];
+      order by transaction_id desc, global_position desc limit 1`.execute(this.db)
+    ).rows[0];
     return row ? { position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)), createdAt: row.created_at } : null;
   }
 
   async countAfter(after: Position | null): Promise<number> {
     const from = after ? parsePosition(after) : null;
-    const row = (await sql<{ count: string }>`
+    const row = (
+      await sql<{ count: string }>`
       select count(*) as count from es_events
       where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-        ${from ? sql`and (transaction_id, global_position) > (${from.major.toString()}::xid8, ${from.minor.toString()}::bigint)` : sql``}`.execute(this.db)).rows[0];
+        ${from ? sql`and (transaction_id, global_position) > (${from.major.toString()}::xid8, ${from.minor.toString()}::bigint)` : sql``}`.execute(this.db)
+    ).rows[0];
     return Number(row?.count ?? 0);
   }
 

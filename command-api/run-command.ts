@@ -1,0 +1,34 @@
+import type { Request, Response } from 'express';
+import type { DomainEvent } from '../domain/decider.ts';
+import { tenantOf } from '../infra/auth.ts';
+import { eventMetadata, setEventPosition } from '../infra/http/request-context.ts';
+import { fingerprintOf, handleCommand, idempotencyKeyOf, type CommandPart, type CommandResponse, type Idempotency } from './command-handling.ts';
+import type { ServiceContext } from './context.ts';
+
+/**
+ * A write route's whole tail: decide and append (idempotent under an `Idempotency-Key` header, or under
+ * the explicit key a route passes, such as a custom event's nonce), then answer with the response and
+ * the position it wrote (`x-event-position`). A replayed answer also carries `idempotent-replayed: true`.
+ */
+export async function runCommand(
+  ctx: ServiceContext,
+  req: Request,
+  res: Response,
+  command: {
+    parts: CommandPart[];
+    respond: (events: DomainEvent[][]) => CommandResponse;
+    idempotency?: Pick<Idempotency, 'scope' | 'key' | 'replayOnMismatch'>;
+  },
+): Promise<void> {
+  const { organisationId } = tenantOf(res);
+  const headerKey = idempotencyKeyOf(req.get('idempotency-key'));
+  const idempotency: Idempotency | undefined = command.idempotency
+    ? { organisationId, fingerprint: fingerprintOf(req.body), ...command.idempotency }
+    : headerKey
+      ? { organisationId, scope: `${req.method} ${req.originalUrl.split('?')[0]}`, key: headerKey, fingerprint: fingerprintOf(req.body) }
+      : undefined;
+  const handled = await handleCommand(ctx.store, command.parts, eventMetadata(req, res), command.respond, idempotency);
+  setEventPosition(res, handled.position);
+  if (handled.replayed) res.set('idempotent-replayed', 'true');
+  res.status(handled.response.status).json(handled.response.body);
+}

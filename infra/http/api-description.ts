@@ -1,0 +1,165 @@
+import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
+import express, { Router, type RequestHandler } from 'express';
+import { z } from 'zod';
+
+/**
+ * Routes declared once, with the zod schemas that validate them; the same declarations produce the
+ * family's OpenAPI 3.1 document, served at `/api/v2/<family>/openapi.json` with a browsable page at `/docs`.
+ */
+export interface Operation {
+  method: 'get' | 'post' | 'patch' | 'put' | 'delete';
+  /** Express-style path relative to the family, e.g. `/leaderboards/:leaderboardConfigId`. */
+  path: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  body?: z.ZodType;
+  query?: z.ZodType;
+  headers?: { name: string; description: string; required?: boolean }[];
+  responses: Record<number, { description: string; schema?: z.ZodType }>;
+}
+
+export const errorBodySchema = z
+  .object({
+    message: z.string(),
+    code: z.string(),
+    issues: z.array(z.object({ message: z.string(), path: z.array(z.union([z.string(), z.number()])).optional() })).optional(),
+  })
+  .meta({ id: 'Error' });
+
+const errorDescriptions: Record<number, string> = {
+  400: 'Invalid input data (`BAD_REQUEST`, with `issues`)',
+  401: 'Missing, unknown, revoked or wrong-domain token (`UNAUTHORIZED`)',
+  403: 'The token lacks this API family (`FORBIDDEN`)',
+  404: 'Not found (`NOT_FOUND`)',
+  409: 'Conflict with the current state or a concurrent write (`CONFLICT`)',
+  413: 'Body too large (`PAYLOAD_TOO_LARGE`)',
+  500: 'Internal server error (`INTERNAL_SERVER_ERROR`)',
+  503: 'A backing store or read model is not available yet (`SERVICE_UNAVAILABLE`, with `Retry-After`)',
+};
+
+export class ApiDescription {
+  private readonly operations: Operation[] = [];
+
+  constructor(
+    readonly family: 'admin' | 'integration' | 'analytics',
+    private readonly title: string,
+    private readonly description: string,
+  ) {}
+
+  /** Registers the operation for the document and mounts its handlers on the router. */
+  route(router: Router, operation: Operation, ...handlers: RequestHandler[]): void {
+    this.operations.push(operation);
+    router[operation.method](operation.path, ...handlers);
+  }
+
+  document(): Record<string, unknown> {
+    const schemas: Record<string, unknown> = {};
+    const toSchema = (schema: z.ZodType, io: 'input' | 'output') => {
+      const generated = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', metadata: z.globalRegistry });
+      // Named schemas (`.meta({id})`) become shared components instead of per-operation definitions.
+      const json = JSON.parse(JSON.stringify(generated).replaceAll('"#/$defs/', '"#/components/schemas/')) as Record<string, any>;
+      for (const [id, definition] of Object.entries((json.$defs ?? {}) as Record<string, unknown>)) schemas[id] = definition;
+      delete json.$defs;
+      delete json.$schema;
+      return json;
+    };
+    const paths: Record<string, Record<string, unknown>> = {};
+    for (const op of this.operations) {
+      const path = op.path.replace(/:(\w+)/g, '{$1}');
+      const parameters = [
+        ...[...op.path.matchAll(/:(\w+)/g)].map((match) => ({ name: match[1], in: 'path', required: true, schema: { type: 'string' } })),
+        ...queryParameters(op.query, (schema) => toSchema(schema, 'input')),
+        ...(op.headers ?? []).map((header) => ({
+          name: header.name,
+          in: 'header',
+          required: header.required ?? false,
+          description: header.description,
+          schema: { type: 'string' },
+        })),
+      ];
+      const responses: Record<string, unknown> = {};
+      for (const [status, response] of Object.entries(op.responses)) {
+        responses[status] = {
+          description: response.description,
+          ...(response.schema ? { content: { 'application/json': { schema: toSchema(response.schema, 'output') } } } : {}),
+        };
+      }
+      for (const status of [400, 401, 403, ...(op.method === 'get' ? [404] : []), 500]) {
+        responses[String(status)] ??= {
+          description: errorDescriptions[status],
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        };
+      }
+      paths[path] ??= {};
+      paths[path][op.method] = {
+        summary: op.summary,
+        ...(op.description ? { description: op.description } : {}),
+        tags: [op.tag],
+        parameters,
+        ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(op.body, 'input') } } } } : {}),
+        responses,
+      };
+    }
+    schemas.Error = toSchema(errorBodySchema, 'output');
+    return {
+      openapi: '3.1.0',
+      info: { title: this.title, version: '1.0.0', description: this.description },
+      servers: [{ url: `/api/v2/${this.family}`, description: "The organisation's domain; the Host header picks the organisation" }],
+      security: [{ apiToken: [] }],
+      paths,
+      components: {
+        schemas,
+        securitySchemes: {
+          apiToken: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'x-api-token',
+            description: 'An organisation API token (`eng_<prefix>_<secret>`); a `Bearer ` prefix is accepted',
+          },
+        },
+      },
+    };
+  }
+
+  /** `GET /openapi.json` and a Swagger UI page at `GET /docs`, served without credentials. */
+  router(): Router {
+    const router = Router();
+    const document = () => this.document();
+    let cached: Record<string, unknown> | null = null;
+    router.get('/openapi.json', (_req, res) => {
+      cached ??= document();
+      res.json(cached);
+    });
+    router.use('/docs/assets', express.static(swaggerUiDirectory(), { index: false, maxAge: '1d' }));
+    router.get('/docs', (req, res) => {
+      const base = req.baseUrl;
+      res.type('html').send(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${this.title}</title>
+<link rel="stylesheet" href="${base}/docs/assets/swagger-ui.css"></head>
+<body><div id="api"></div>
+<script src="${base}/docs/assets/swagger-ui-bundle.js"></script>
+<script>SwaggerUIBundle({ url: '${base}/openapi.json', dom_id: '#api' });</script>
+</body></html>`);
+    });
+    return router;
+  }
+}
+
+function queryParameters(query: z.ZodType | undefined, toSchema: (schema: z.ZodType) => Record<string, any>) {
+  if (!query) return [];
+  const json = toSchema(query);
+  const required = new Set<string>(json.required ?? []);
+  return Object.entries((json.properties ?? {}) as Record<string, any>).map(([name, schema]) => ({
+    name,
+    in: 'query',
+    required: required.has(name),
+    ...(schema.description ? { description: schema.description } : {}),
+    schema,
+  }));
+}
+
+function swaggerUiDirectory(): string {
+  return dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+}
