@@ -104,7 +104,10 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
   app.use(healthRoutes(ctx, redis));
   app.use(consoleRouter(ctx, consoleSecret));
   const admin = new ApiDescription('admin', 'engage admin API', 'Configure an organisation: leaderboards and everything a programme needs.');
-  const adminRoutes = [leaderboardCommands(ctx, admin), leaderboardQueries(ctx, admin)];
+  const adminRoutes = [
+    leaderboardCommands(ctx, admin),
+    leaderboardQueries(ctx, admin),
+  ];
   app.use('/api/v2/admin', admin.router(), requireApiToken(db, 'admin'), ...adminRoutes);
   app.use('/api/v2/integration', requireApiToken(db, 'integration'));
   app.use('/api/v2/analytics', requireApiToken(db, 'analytics'));

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import { hexId } from './common.ts';
+
+/**
+ * The distribution structures shared by games, actions and leaderboards. The contract leaves open which
+ * request fields are required; here: amounts default to 0, an allocation needs its reward and a supply,
+ * and gets an id when it has none. In responses an allocation also carries `distributed` and `isLive`.
+ */
+export const allocationInput = z
+  .object({
+    id: hexId.optional().describe('generated when absent'),
+    rewardId: hexId,
+    supply: z.number().int().min(0).describe('how many can ever be distributed'),
+    amountToDistribute: z.number().int().min(1).default(1).describe('given per distribution'),
+  })
+  .meta({ id: 'AllocationInput' });
+
+export const allocationOutput = z
+  .object({
+    id: hexId,
+    rewardId: hexId,
+    supply: z.number(),
+    amountToDistribute: z.number(),
+    distributed: z.number().describe('how many have been distributed so far'),
+    isLive: z.boolean().describe('true while distributed < supply'),
+  })
+  .meta({ id: 'Allocation' });
+
+export const distributionInput = z
+  .object({
+    pointsToDistribute: z.number().min(0).default(0),
+    bonusXpToDistribute: z.number().min(0).default(0),
+    rewardsConfig: z
+      .object({
+        amountToDistribute: z.number().int().min(0).default(0),
+        allocations: z.array(allocationInput).max(100).default([]),
+      })
+      .default({ amountToDistribute: 0, allocations: [] }),
+  })
+  .meta({ id: 'DistributionInput' });
+
+export const distributionOutput = z
+  .object({
+    pointsToDistribute: z.number(),
+    bonusXpToDistribute: z.number(),
+    rewardsConfig: z.object({ amountToDistribute: z.number(), allocations: z.array(allocationOutput) }),
+  })
+  .meta({ id: 'Distribution' });
