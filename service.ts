@@ -19,11 +19,14 @@ import { ProjectionRunner, prepareProjections, projectionRuntimeMigrations, type
 import { healthRoutes } from './query-api/health.ts';
 import { leaderboardQueries } from './query-api/leaderboards.ts';
 import { openRedis } from './infra/redis.ts';
+import { bullmqJobRunner, inProcessJobRunner, jobMigrations, type JobRunner, type JobRunnerOptions } from './infra/jobs.ts';
+import { jobHandlers } from './command-api/jobs.ts';
 import type { Redis } from 'ioredis';
 
 export interface Service extends ServiceContext {
   app: Express;
   runner: ProjectionRunner;
+  jobs: JobRunner;
   consoleSecret: string;
   close(): Promise<void>;
 }
@@ -32,6 +35,9 @@ export interface ServiceOptions {
   /** Run the projectors in this process (the all-in-one default). */
   projectors?: boolean;
   runtime?: RuntimeOptions;
+  /** Run due jobs in this process (the all-in-one default). */
+  jobs?: boolean;
+  jobOptions?: JobRunnerOptions;
 }
 
 /** Opens the stores, applies migrations, prepares the read models and composes the HTTP app. */
@@ -48,13 +54,20 @@ export async function openService(config: Config, logger: Logger, options: Servi
     const ctx: ServiceContext = { config, database, store, logger };
     const runner = new ProjectionRunner(database, store, projections, logger, options.runtime);
     if (options.projectors ?? true) await runner.start();
+    const jobOptions = { queueName: `engage-jobs-${databaseName(config)}`, ...options.jobOptions };
+    const jobs = redis
+      ? bullmqJobRunner(database.db, redis, jobHandlers(ctx), logger, jobOptions)
+      : inProcessJobRunner(database.db, jobHandlers(ctx), logger, jobOptions);
+    if (options.jobs ?? true) await jobs.start();
     const consoleSecret = randomBytes(24).toString('base64url');
     return {
       ...ctx,
       runner,
+      jobs,
       consoleSecret,
       app: composeApp(ctx, consoleSecret, redis),
       async close() {
+        await jobs.stop();
         await runner.stop();
         await store.close();
         await database.close();
@@ -66,6 +79,11 @@ export async function openService(config: Config, logger: Logger, options: Servi
     await database.close();
     throw error;
   }
+}
+
+/** Names the job queue after the database, so services on different databases can share one Redis. */
+function databaseName(config: Config): string {
+  return config.databaseUrl ? new URL(config.databaseUrl).pathname.slice(1) || 'postgres' : 'embedded';
 }
 
 /** PostgreSQL by default; the KurrentDB client (gRPC) is loaded only when it is chosen. */
@@ -83,6 +101,7 @@ export async function migrate(db: Kysely<any>): Promise<string[]> {
   return [
     ...(await runMigrations(db, eventStoreMigrations, 'es_migrations')),
     ...(await runMigrations(db, projectionRuntimeMigrations, 'projection_runtime_migrations')),
+    ...(await runMigrations(db, jobMigrations, 'job_migrations')),
   ];
 }
 
@@ -104,10 +123,7 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
   app.use(healthRoutes(ctx, redis));
   app.use(consoleRouter(ctx, consoleSecret));
   const admin = new ApiDescription('admin', 'engage admin API', 'Configure an organisation: leaderboards and everything a programme needs.');
-  const adminRoutes = [
-    leaderboardCommands(ctx, admin),
-    leaderboardQueries(ctx, admin),
-  ];
+  const adminRoutes = [leaderboardCommands(ctx, admin), leaderboardQueries(ctx, admin)];
   app.use('/api/v2/admin', admin.router(), requireApiToken(db, 'admin'), ...adminRoutes);
   app.use('/api/v2/integration', requireApiToken(db, 'integration'));
   app.use('/api/v2/analytics', requireApiToken(db, 'analytics'));

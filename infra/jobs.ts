@@ -1,0 +1,250 @@
+import { Queue, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { sql, type Kysely, type Migration } from 'kysely';
+import type { Logger } from './logging.ts';
+
+/**
+ * Timed and outside work (DESIGN §4). The durable record of due work is the `scheduled_jobs` table in
+ * PostgreSQL, filled by process managers as they read the event stream (a deterministic job id per piece
+ * of work, so re-reading the stream schedules nothing twice). Delivery: with Redis, BullMQ (job id = the
+ * row's id, so re-enqueueing after a Redis that lost its data is harmless); without, an in-process poller
+ * over the same table. Either way a job is marked done in PostgreSQL once its handler succeeded; handlers
+ * make their effects idempotent (deterministic event ids), because a crash between effect and mark
+ * repeats the job.
+ */
+export const jobMigrations: Record<string, Migration> = {
+  '0001_scheduled_jobs': {
+    async up(db) {
+      await db.schema
+        .createTable('scheduled_jobs')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('organisation_id', 'text')
+        .addColumn('payload', 'jsonb', (c) => c.notNull())
+        .addColumn('due_at', 'timestamptz', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull().defaultTo('pending'))
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('locked_until', 'timestamptz')
+        .addColumn('last_error', 'text')
+        .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+        .addColumn('completed_at', 'timestamptz')
+        .execute();
+      await sql`create index scheduled_jobs_due on scheduled_jobs (due_at) where status = 'pending'`.execute(db);
+    },
+  },
+};
+
+export interface DueJob {
+  /** Deterministic: the same piece of work always gets the same id. */
+  id: string;
+  kind: string;
+  organisationId?: string;
+  payload: Record<string, unknown>;
+  dueAt: Date | string;
+}
+
+/**
+ * Records due work. Called by process managers inside their batch transaction (pass the transaction), so
+ * the job is scheduled exactly when the event that asks for it is projected. Scheduling twice is a no-op.
+ */
+export async function scheduleJob(db: Kysely<any>, job: DueJob): Promise<void> {
+  await db
+    .withSchema('public')
+    .insertInto('scheduled_jobs')
+    .values({
+      id: job.id,
+      kind: job.kind,
+      organisation_id: job.organisationId ?? null,
+      payload: JSON.stringify(job.payload),
+      due_at: new Date(job.dueAt).toISOString(),
+    })
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
+}
+
+export interface JobContext {
+  jobId: string;
+  attempt: number;
+}
+
+export type JobHandler = (payload: any, context: JobContext) => Promise<void>;
+
+export interface JobRunnerOptions {
+  /** How often due work is looked for (the embedded poller; the Redis feeder). */
+  pollMs?: number;
+  /** Attempts before a job is marked failed. */
+  maxAttempts?: number;
+  /** Delay before a failed attempt is retried, times the attempt number. */
+  backoffMs?: number;
+  /** The clock: tests move it instead of sleeping. */
+  now?: () => Date;
+  /** BullMQ queue name: one per database, so services on other databases sharing a Redis never take each other's jobs. */
+  queueName?: string;
+}
+
+export interface JobRunner {
+  start(): Promise<void>;
+  /** Runs everything due now, once, and resolves when it has (tests and the CLI use it). */
+  runDue(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+interface JobRow {
+  id: string;
+  kind: string;
+  payload: Record<string, unknown>;
+  due_at: Date;
+  attempts: number;
+}
+
+const CLAIM_MS = 5 * 60_000;
+
+/**
+ * Claims one due job (a specific one, or the oldest due) for a while, in one statement, so no transaction
+ * stays open while the handler works; a claim that outlives a crashed worker lapses and the job runs again.
+ */
+async function claim(db: Kysely<any>, now: Date, id?: string): Promise<JobRow | undefined> {
+  const result = await sql<JobRow>`
+    update scheduled_jobs set locked_until = ${new Date(now.getTime() + CLAIM_MS).toISOString()}::timestamptz
+    where id = (
+      select id from scheduled_jobs
+      where status = 'pending' and due_at <= ${now.toISOString()}::timestamptz
+        and (locked_until is null or locked_until < ${now.toISOString()}::timestamptz)
+        ${id === undefined ? sql`` : sql`and id = ${id}`}
+      order by due_at limit 1 for update skip locked)
+    returning id, kind, payload, due_at, attempts`.execute(db);
+  return result.rows[0];
+}
+
+/** Runs one claimed job and records the outcome; a job whose handler keeps failing ends `failed` with its error. */
+async function execute(db: Kysely<any>, handlers: Record<string, JobHandler>, row: JobRow, options: Required<JobRunnerOptions>, logger: Logger): Promise<void> {
+  const handler = handlers[row.kind];
+  const attempt = row.attempts + 1;
+  try {
+    if (!handler) throw new Error(`no handler for job kind ${row.kind}`);
+    await handler(row.payload, { jobId: row.id, attempt });
+    await db
+      .updateTable('scheduled_jobs')
+      .set({ status: 'done', attempts: attempt, completed_at: sql`now()`, last_error: null, locked_until: null })
+      .where('id', '=', row.id)
+      .execute();
+  } catch (error) {
+    const failed = attempt >= options.maxAttempts;
+    logger[failed ? 'error' : 'warn']({ err: error, jobId: row.id, kind: row.kind, attempt }, failed ? 'job failed for good' : 'job failed; will retry');
+    await db
+      .updateTable('scheduled_jobs')
+      .set({
+        attempts: attempt,
+        last_error: error instanceof Error ? error.message : String(error),
+        locked_until: null,
+        ...(failed ? { status: 'failed' } : { due_at: new Date(options.now().getTime() + options.backoffMs * attempt).toISOString() }),
+      })
+      .where('id', '=', row.id)
+      .execute();
+  }
+}
+
+/** Runs every job due now, one claim at a time; resolves with how many ran. */
+async function runAllDue(db: Kysely<any>, handlers: Record<string, JobHandler>, options: Required<JobRunnerOptions>, logger: Logger): Promise<number> {
+  let ran = 0;
+  for (let row = await claim(db, options.now()); row; row = await claim(db, options.now())) {
+    await execute(db, handlers, row, options, logger);
+    ran++;
+  }
+  return ran;
+}
+
+function withDefaults(options: JobRunnerOptions): Required<JobRunnerOptions> {
+  return {
+    pollMs: options.pollMs ?? 500,
+    maxAttempts: options.maxAttempts ?? 5,
+    backoffMs: options.backoffMs ?? 5000,
+    now: options.now ?? (() => new Date()),
+    queueName: options.queueName ?? 'engage-jobs',
+  };
+}
+
+/** Embedded mode: a poller in this process claims due rows and runs their handlers. */
+export function inProcessJobRunner(db: Kysely<any>, handlers: Record<string, JobHandler>, logger: Logger, options: JobRunnerOptions = {}): JobRunner {
+  const settings = withDefaults(options);
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<number> | null = null;
+  const runDueOnce = () => runAllDue(db, handlers, settings, logger);
+
+  const runner: JobRunner = {
+    async start() {
+      timer = setInterval(() => void runner.runDue().catch((error) => logger.error({ err: error }, 'job poll failed')), settings.pollMs);
+    },
+    runDue() {
+      running ??= runDueOnce().finally(() => (running = null));
+      return running;
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      await running;
+    },
+  };
+  return runner;
+}
+
+/**
+ * Server mode: a feeder moves due-soon rows into BullMQ (job id = row id, delay until due) and a BullMQ
+ * worker runs them. At start-up the feeder re-derives everything pending, so Redis can lose its data.
+ */
+export function bullmqJobRunner(
+  db: Kysely<any>,
+  redis: Redis,
+  handlers: Record<string, JobHandler>,
+  logger: Logger,
+  options: JobRunnerOptions = {},
+): JobRunner {
+  const settings = withDefaults(options);
+  const queue = new Queue(settings.queueName, { connection: redis.duplicate() });
+  let worker: Worker | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  let feeding: Promise<number> | null = null;
+  const horizonMs = 60_000;
+
+  async function feed(): Promise<number> {
+    const due = (await db
+      .selectFrom('scheduled_jobs')
+      .select(['id', 'kind', 'due_at', 'attempts'])
+      .where('status', '=', 'pending')
+      .where('due_at', '<=', new Date(settings.now().getTime() + horizonMs).toISOString() as any)
+      .orderBy('due_at')
+      .limit(1000)
+      .execute()) as Pick<JobRow, 'id' | 'kind' | 'due_at' | 'attempts'>[];
+    for (const row of due) {
+      const delay = Math.max(0, new Date(row.due_at).getTime() - settings.now().getTime());
+      // One BullMQ job per attempt and due time: adding it again is ignored, a retry gets a fresh one.
+      const jobId = `${row.id}--${row.attempts}--${new Date(row.due_at).getTime()}`;
+      await queue.add(row.kind, { id: row.id }, { jobId, delay, removeOnComplete: 1000, removeOnFail: 1000 });
+    }
+    return due.length;
+  }
+
+  async function process(job: Job<{ id: string }>): Promise<void> {
+    // Claimed by id: a copy delivered twice, or one that runDue already ran, finds nothing to do.
+    const row = await claim(db, settings.now(), job.data.id);
+    if (row) await execute(db, handlers, row, settings, logger);
+  }
+
+  return {
+    async start() {
+      worker = new Worker(settings.queueName, process, { connection: redis.duplicate(), concurrency: 4 });
+      worker.on('error', (error) => logger.error({ err: error }, 'job worker error'));
+      await feed();
+      timer = setInterval(() => void feed().catch((error) => logger.error({ err: error }, 'job feed failed')), settings.pollMs);
+    },
+    async runDue() {
+      feeding ??= feed().finally(() => (feeding = null));
+      await feeding;
+      return runAllDue(db, handlers, settings, logger);
+    },
+    async stop() {
+      if (timer) clearInterval(timer);
+      await worker?.close();
+      await queue.close();
+    },
+  };
+}
