@@ -1,10 +1,26 @@
-import { Router } from 'express';
-import { leaderboardDecider, type LeaderboardConfig, type LeaderboardEvent } from '../domain/leaderboard.ts';
+import { Router, type Request } from 'express';
+import type { Decider } from '../domain/decider.ts';
+import {
+  evolveLeaderboardConfig,
+  leaderboardDecider,
+  type LeaderboardCommand,
+  type LeaderboardConfig,
+  type LeaderboardEvent,
+  type LeaderboardState,
+  type RankDistribution,
+} from '../domain/leaderboard.ts';
 import { tenantOf } from '../infra/auth.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
-import { createLeaderboardBody, leaderboardConfigSchema } from '../infra/contract/leaderboards.ts';
+import { errorBodySchema, type ApiDescription } from '../infra/http/api-description.ts';
+import {
+  assignLeaderboardRewardsBody,
+  createLeaderboardBody,
+  leaderboardConfigSchema,
+  leaderboardDistributionSchema,
+  updateLeaderboardBody,
+} from '../infra/contract/leaderboards.ts';
+import { notFound } from '../infra/http/errors.ts';
 import { eventMetadata, parse } from '../infra/http/request-context.ts';
-import { newId } from '../infra/ids.ts';
+import { ID_PATTERN, newId } from '../infra/ids.ts';
 import type { ServiceContext } from './context.ts';
 import { runCommand } from './run-command.ts';
 
@@ -12,6 +28,8 @@ export const idempotencyKeyHeader = {
   name: 'Idempotency-Key',
   description: 'Retrying with the same key returns the first answer and changes nothing; reusing it for a different body is a 409',
 };
+
+const notFoundResponse = { description: 'No leaderboard with this id in the organisation (`NOT_FOUND`)', schema: errorBodySchema };
 
 export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -34,11 +52,12 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
       const { organisationId } = tenantOf(res);
       const { actor, occurredAt } = eventMetadata(req, res);
       const leaderboardId = newId();
+      const tracked = trackingConfig();
       await runCommand(ctx, req, res, {
         parts: [
           {
             stream: `leaderboard-${leaderboardId}`,
-            decider: leaderboardDecider,
+            decider: tracked.decider,
             command: {
               type: 'CreateLeaderboard',
               data: {
@@ -50,10 +69,110 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
                 actor: actor!,
                 now: occurredAt!,
               },
-            },
+            } satisfies LeaderboardCommand,
           },
         ],
-        respond: ([events]) => ({ status: 200, body: configFromCreated((events as LeaderboardEvent[])[0]!) }),
+        respond: ([events]) => ({ status: 200, body: tracked.configAfter(events as LeaderboardEvent[]) }),
+      });
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'patch',
+      path: '/leaderboards/:leaderboardConfigId',
+      tag: 'Leaderboards',
+      summary: 'Change a leaderboard config: its status, and while draft or scheduled its name, description, expiry and conditions',
+      description:
+        'Appends `LeaderboardUpdated` (changed fields) and/or `LeaderboardStatusChanged` `{from, to}` on `leaderboard-<id>`; a request ' +
+        'that changes nothing appends nothing and answers the config as it is (without `x-event-position`).',
+      body: updateLeaderboardBody,
+      headers: [idempotencyKeyHeader],
+      responses: {
+        200: { description: 'The leaderboard config after the change', schema: leaderboardConfigSchema },
+        404: notFoundResponse,
+        409: { description: 'Illegal status transition, or a field that cannot change in the current status (`CONFLICT`)', schema: errorBodySchema },
+      },
+    },
+    async (req, res) => {
+      const leaderboardId = leaderboardIdOf(req);
+      const { status, ...edits } = parse(updateLeaderboardBody, req.body);
+      const { organisationId } = tenantOf(res);
+      const { actor, occurredAt } = eventMetadata(req, res);
+      const tracked = trackingConfig();
+      await runCommand(ctx, req, res, {
+        parts: [
+          {
+            stream: `leaderboard-${leaderboardId}`,
+            decider: tracked.decider,
+            command: {
+              type: 'UpdateLeaderboard',
+              data: { leaderboardId, organisationId, ...(status ? { status } : {}), edits, actor: actor!, now: occurredAt! },
+            } satisfies LeaderboardCommand,
+          },
+        ],
+        respond: ([events]) => ({ status: 200, body: tracked.configAfter(events as LeaderboardEvent[]) }),
+      });
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'post',
+      path: '/leaderboards/:leaderboardConfigId/distribution',
+      tag: 'Leaderboards',
+      summary: 'Assign rewards per rank range to a leaderboard, replacing its distribution',
+      description:
+        'Appends `LeaderboardRewardsAssigned` on `leaderboard-<id>`. Every range gets a new `distributionEventId`; the config’s ' +
+        '`rewardsConfig` then lists the ranges. Rank rewards are paid by the engine when a window closes, so `distributed` starts at 0.',
+      body: assignLeaderboardRewardsBody,
+      headers: [idempotencyKeyHeader],
+      responses: {
+        200: { description: 'The distribution as assigned, by startRank', schema: leaderboardDistributionSchema },
+        404: notFoundResponse,
+        409: { description: 'The leaderboard is archived or expired, or a concurrent change kept winning (`CONFLICT`)', schema: errorBodySchema },
+      },
+    },
+    async (req, res) => {
+      const leaderboardId = leaderboardIdOf(req);
+      const body = parse(assignLeaderboardRewardsBody, req.body);
+      const { organisationId } = tenantOf(res);
+      const { actor, occurredAt } = eventMetadata(req, res);
+      // Ids are drawn once per request, so a retry after a concurrent write assigns the same ones.
+      const rewards: RankDistribution[] = body.rewards.map((reward) => ({
+        startRank: reward.startRank,
+        endRank: reward.endRank,
+        distributionEventId: newId(),
+        pointsToDistribute: reward.pointsToDistribute,
+        bonusXpToDistribute: reward.bonusXpToDistribute,
+        rewardsConfig: {
+          amountToDistribute: reward.rewardsConfig.amountToDistribute,
+          allocations: reward.rewardsConfig.allocations.map((allocation) => ({
+            id: allocation.id ?? newId(),
+            rewardId: allocation.rewardId,
+            supply: allocation.supply,
+            amountToDistribute: allocation.amountToDistribute,
+          })),
+        },
+      }));
+      await runCommand(ctx, req, res, {
+        parts: [
+          {
+            stream: `leaderboard-${leaderboardId}`,
+            decider: leaderboardDecider,
+            command: {
+              type: 'AssignLeaderboardRewards',
+              data: { leaderboardId, organisationId, rewards, actor: actor!, now: occurredAt! },
+            } satisfies LeaderboardCommand,
+          },
+        ],
+        respond: ([events]) => {
+          const [assigned] = events as LeaderboardEvent[];
+          if (assigned?.type !== 'LeaderboardRewardsAssigned') throw new Error('AssignLeaderboardRewards decided no LeaderboardRewardsAssigned');
+          return { status: 200, body: distributionView(leaderboardId, assigned.data.rewards) };
+        },
       });
     },
   );
@@ -61,22 +180,52 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
   return router;
 }
 
-function configFromCreated({ data }: LeaderboardEvent): LeaderboardConfig {
+/** The distribution as the admin API shows it: nothing is paid at assignment, so every allocation is live while it has supply. */
+export function distributionView(leaderboardConfigId: string, rewards: readonly RankDistribution[]) {
   return {
-    id: data.leaderboardId,
-    organisationId: data.organisationId,
-    name: data.name,
-    description: data.description,
-    metricType: data.metricType,
-    period: data.period,
-    startsAt: data.startsAt,
-    expiresAt: data.expiresAt,
-    status: data.status,
-    conditions: data.conditions,
-    rewardsConfig: [],
-    createdAt: data.createdAt,
-    updatedAt: data.createdAt,
-    createdBy: data.createdBy,
-    updatedBy: data.createdBy,
+    leaderboardConfigId,
+    rewards: rewards.map((reward) => ({
+      ...reward,
+      rewardsConfig: {
+        amountToDistribute: reward.rewardsConfig.amountToDistribute,
+        allocations: reward.rewardsConfig.allocations.map((allocation) => ({ ...allocation, distributed: 0, isLive: 0 < allocation.supply })),
+      },
+    })),
+  };
+}
+
+/** A path id that cannot be a leaderboard's is simply not found. */
+function leaderboardIdOf(req: Request): string {
+  const id = String(req.params.leaderboardConfigId);
+  if (!ID_PATTERN.test(id)) throw notFound('Leaderboard not found');
+  return id.toLowerCase();
+}
+
+interface Tracked {
+  state: LeaderboardState;
+  config: LeaderboardConfig | null;
+}
+
+/**
+ * The leaderboard decider with the admin view of the config folded alongside, so a write can answer with the
+ * whole config as its events leave it. The view is the one of the attempt that was appended (each retry re-decides).
+ */
+function trackingConfig() {
+  let decidedOn: LeaderboardConfig | null = null;
+  const decider: Decider<LeaderboardCommand, LeaderboardEvent, Tracked> = {
+    initialState: { state: leaderboardDecider.initialState, config: null },
+    evolve: (tracked, event) => ({ state: leaderboardDecider.evolve(tracked.state, event), config: evolveLeaderboardConfig(tracked.config, event) }),
+    decide(command, tracked) {
+      decidedOn = tracked.config;
+      return leaderboardDecider.decide(command, tracked.state);
+    },
+  };
+  return {
+    decider,
+    configAfter(events: LeaderboardEvent[]): LeaderboardConfig {
+      const config = events.reduce(evolveLeaderboardConfig, decidedOn);
+      if (!config) throw new Error('a leaderboard write left no config to answer with');
+      return config;
+    },
   };
 }

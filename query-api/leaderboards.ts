@@ -4,7 +4,7 @@ import { tenantOf } from '../infra/auth.ts';
 import { notFound } from '../infra/http/errors.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { pageOf } from '../infra/contract/common.ts';
-import { leaderboardConfigSchema } from '../infra/contract/leaderboards.ts';
+import { leaderboardConfigSchema, leaderboardDistributionSchema } from '../infra/contract/leaderboards.ts';
 import { pagination, type Page } from '../infra/http/pagination.ts';
 import { parse, readYourWrites } from '../infra/http/request-context.ts';
 import type { ServiceContext } from '../command-api/context.ts';
@@ -79,7 +79,60 @@ export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): 
     },
   );
 
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/leaderboards/:leaderboardConfigId/distribution',
+      tag: 'Leaderboards',
+      summary: 'Read the rewards a leaderboard gives per rank range',
+      description: 'The same shape as the answer of the POST: rank ranges by startRank, each allocation with `distributed` and `isLive`.',
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'The leaderboard’s distribution (empty when none was assigned)', schema: leaderboardDistributionSchema } },
+    },
+    fresh,
+    async (req, res) => {
+      const { organisationId } = tenantOf(res);
+      const leaderboardId = String(req.params.leaderboardConfigId).toLowerCase();
+      const [leaderboard, ranges] = await Promise.all([
+        db.selectFrom('leaderboards').select('id').where('organisation_id', '=', organisationId).where('id', '=', leaderboardId).executeTakeFirst(),
+        db
+          .selectFrom('leaderboard_rank_rewards')
+          .selectAll()
+          .where('organisation_id', '=', organisationId)
+          .where('leaderboard_id', '=', leaderboardId)
+          .orderBy('start_rank')
+          .execute(),
+      ]);
+      if (!leaderboard) throw notFound('Leaderboard not found');
+      res.json({ leaderboardConfigId: leaderboard.id, rewards: ranges.map(toRankReward) });
+    },
+  );
+
   return router;
+}
+
+function toRankReward(row: Record<string, any>) {
+  return {
+    startRank: row.start_rank,
+    endRank: row.end_rank,
+    distributionEventId: row.distribution_event_id,
+    pointsToDistribute: Number(row.points_to_distribute),
+    bonusXpToDistribute: Number(row.bonus_xp_to_distribute),
+    rewardsConfig: {
+      amountToDistribute: Number(row.amount_to_distribute),
+      allocations: (row.allocations as { id: string; rewardId: string; supply: number; amountToDistribute: number; distributed: number }[]).map(
+        (allocation) => ({
+          id: allocation.id,
+          rewardId: allocation.rewardId,
+          supply: allocation.supply,
+          amountToDistribute: allocation.amountToDistribute,
+          distributed: allocation.distributed,
+          isLive: allocation.distributed < allocation.supply,
+        }),
+      ),
+    },
+  };
 }
 
 function toConfig(row: Record<string, any>): LeaderboardConfig {

@@ -260,7 +260,33 @@ describe('leaderboards over HTTP', () => {
     expect(document.openapi).toBe('3.1.0');
     expect(document.info.version).toBe('1.0.0');
     expect(document.components.securitySchemes.apiToken).toEqual(expect.objectContaining({ type: 'apiKey', in: 'header', name: 'x-api-token' }));
-    expect(Object.keys(document.paths).sort()).toEqual(['/leaderboards', '/leaderboards/{leaderboardConfigId}']);
+    // Other slices add their own paths to the same document; these are the leaderboard slice's.
+    expect(
+      Object.keys(document.paths)
+        .filter((path) => path.startsWith('/leaderboards'))
+        .sort(),
+    ).toEqual(['/leaderboards', '/leaderboards/{leaderboardConfigId}', '/leaderboards/{leaderboardConfigId}/distribution']);
+    expect(Object.keys(document.paths['/leaderboards/{leaderboardConfigId}']).sort()).toEqual(['get', 'patch']);
+    expect(Object.keys(document.paths['/leaderboards/{leaderboardConfigId}/distribution']).sort()).toEqual(['get', 'post']);
+    expect(document.paths['/leaderboards/{leaderboardConfigId}'].patch.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/UpdateLeaderboard',
+    });
+    expect(document.paths['/leaderboards/{leaderboardConfigId}/distribution'].post.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/AssignLeaderboardRewards',
+    });
+    expect(document.components.schemas.AssignLeaderboardRewards.required).toEqual(['rewards']);
+    const rankRange = document.components.schemas.LeaderboardRankDistributionInput;
+    expect(rankRange.properties.startRank).toMatchObject({ type: 'integer', minimum: 1 });
+    expect(rankRange.properties.endRank).toMatchObject({ type: 'integer', minimum: 1 });
+    expect(Object.keys(document.paths['/leaderboards/{leaderboardConfigId}'].patch.responses).sort()).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
+      '500',
+    ]);
     expect(document.paths['/leaderboards'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateLeaderboard' });
     const create = document.components.schemas.CreateLeaderboard;
     expect(create.required.sort()).toEqual(['metricType', 'name', 'period', 'startsAt', 'status']);
