@@ -1,0 +1,151 @@
+import { Router } from 'express';
+import type { Community } from '../domain/community.ts';
+import type { VariableConfig } from '../domain/variable-config.ts';
+import type { ServiceContext } from '../command-api/context.ts';
+import { tenantOf } from '../infra/auth.ts';
+import { pageOf } from '../infra/contract/common.ts';
+import { communitySchema, variableConfigSchema } from '../infra/contract/communities.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { notFound } from '../infra/http/errors.ts';
+import { pagination, type Page } from '../infra/http/pagination.ts';
+import { parse, readYourWrites } from '../infra/http/request-context.ts';
+
+export const minPositionHeader = {
+  name: 'x-min-position',
+  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
+};
+
+export function communityQueries(ctx: ServiceContext, admin: ApiDescription): Router {
+  const router = Router();
+  const db = ctx.database.db;
+  const fresh = readYourWrites(db, ['communities'], ctx.config.readYourWritesTimeoutMs);
+  const freshConfigs = readYourWrites(db, ['variable_configs'], ctx.config.readYourWritesTimeoutMs);
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/communities',
+      tag: 'Communities',
+      summary: "List the organisation's communities, newest first",
+      query: pagination,
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'A page of communities', schema: pageOf(communitySchema) } },
+    },
+    fresh,
+    async (req, res) => {
+      const { limit, skip } = parse(pagination, req.query);
+      const { organisationId } = tenantOf(res);
+      const [rows, count] = await Promise.all([
+        db
+          .selectFrom('communities')
+          .selectAll()
+          .where('organisation_id', '=', organisationId)
+          .orderBy('created_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(limit)
+          .offset(skip)
+          .execute(),
+        db
+          .selectFrom('communities')
+          .select((eb) => eb.fn.countAll<string>().as('count'))
+          .where('organisation_id', '=', organisationId)
+          .executeTakeFirstOrThrow(),
+      ]);
+      const page: Page<Community> = { totalCount: Number(count.count), edges: rows.map(toCommunity) };
+      res.json(page);
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/communities/:communityId',
+      tag: 'Communities',
+      summary: 'Read one community',
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'The community', schema: communitySchema } },
+    },
+    fresh,
+    async (req, res) => {
+      const { organisationId } = tenantOf(res);
+      const row = await db
+        .selectFrom('communities')
+        .selectAll()
+        .where('organisation_id', '=', organisationId)
+        .where('id', '=', String(req.params.communityId).toLowerCase())
+        .executeTakeFirst();
+      if (!row) throw notFound('Community not found');
+      res.json(toCommunity(row));
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/variable-configs',
+      tag: 'Variable configs',
+      summary: "List the organisation's variable configs, newest first",
+      query: pagination,
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'A page of variable configs', schema: pageOf(variableConfigSchema) } },
+    },
+    freshConfigs,
+    async (req, res) => {
+      const { limit, skip } = parse(pagination, req.query);
+      const { organisationId } = tenantOf(res);
+      const [rows, count] = await Promise.all([
+        db
+          .selectFrom('variable_configs')
+          .selectAll()
+          .where('organisation_id', '=', organisationId)
+          .orderBy('created_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(limit)
+          .offset(skip)
+          .execute(),
+        db
+          .selectFrom('variable_configs')
+          .select((eb) => eb.fn.countAll<string>().as('count'))
+          .where('organisation_id', '=', organisationId)
+          .executeTakeFirstOrThrow(),
+      ]);
+      const page: Page<VariableConfig> = { totalCount: Number(count.count), edges: rows.map(toVariableConfig) };
+      res.json(page);
+    },
+  );
+
+  return router;
+}
+
+function toCommunity(row: Record<string, any>): Community {
+  return {
+    id: row.id,
+    organisationId: row.organisation_id,
+    name: row.name,
+    description: row.description,
+    details: row.details,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+    createdBy: row.created_by,
+    updatedBy: row.updated_by,
+  };
+}
+
+function toVariableConfig(row: Record<string, any>): VariableConfig {
+  return {
+    id: row.id,
+    organisationId: row.organisation_id,
+    key: row.key,
+    type: row.type,
+    description: row.description,
+    createdAt: iso(row.created_at),
+    createdBy: row.created_by,
+  };
+}
+
+export function iso(value: Date | string): string {
+  return new Date(value).toISOString();
+}

@@ -1,0 +1,49 @@
+import { Router } from 'express';
+import type { ServiceContext } from '../command-api/context.ts';
+import { tenantOf } from '../infra/auth.ts';
+import { pageOf } from '../infra/contract/common.ts';
+import { teamMemberSchema, teamsQuery } from '../infra/contract/users.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { notFound } from '../infra/http/errors.ts';
+import { parse, readYourWrites } from '../infra/http/request-context.ts';
+import { minPositionHeader } from './communities.ts';
+import { listTeamMembers } from './users.ts';
+
+export function teamQueries(ctx: ServiceContext, admin: ApiDescription): Router {
+  const router = Router();
+  const db = ctx.database.db;
+  const fresh = readYourWrites(db, ['users', 'communities'], ctx.config.readYourWritesTimeoutMs);
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/teams',
+      tag: 'Users',
+      summary: "List the organisation's team members, newest first",
+      description:
+        'Filters combine (AND). Points, keys, XP and community streaks are 0 until the engine that earns them exists. A communityId the organisation does not have is a 404.',
+      query: teamsQuery,
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'A page of team member records', schema: pageOf(teamMemberSchema) } },
+    },
+    fresh,
+    async (req, res) => {
+      const { limit, skip, communityId, role, search } = parse(teamsQuery, req.query);
+      const { organisationId } = tenantOf(res);
+      const community = communityId?.toLowerCase();
+      if (community !== undefined) {
+        const known = await db
+          .selectFrom('communities')
+          .select('id')
+          .where('organisation_id', '=', organisationId)
+          .where('id', '=', community)
+          .executeTakeFirst();
+        if (!known) throw notFound('Community not found');
+      }
+      res.json(await listTeamMembers(db, organisationId, { communityId: community, role, search }, { limit, skip }));
+    },
+  );
+
+  return router;
+}

@@ -1,0 +1,117 @@
+import { Router } from 'express';
+import { sql, type Kysely } from 'kysely';
+import { teamMember, type TeamMember } from '../domain/user.ts';
+import type { ServiceContext } from '../command-api/context.ts';
+import { tenantOf } from '../infra/auth.ts';
+import { pageOf } from '../infra/contract/common.ts';
+import { listUsersQuery, teamMemberSchema } from '../infra/contract/users.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { notFound } from '../infra/http/errors.ts';
+import type { Page, Pagination } from '../infra/http/pagination.ts';
+import { parse, readYourWrites } from '../infra/http/request-context.ts';
+import { iso, minPositionHeader } from './communities.ts';
+
+export function userQueries(ctx: ServiceContext, admin: ApiDescription): Router {
+  const router = Router();
+  const db = ctx.database.db;
+  const fresh = readYourWrites(db, ['users'], ctx.config.readYourWritesTimeoutMs);
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/users',
+      tag: 'Users',
+      summary: "List the organisation's users (team member records), newest first; or find one by externalUserId",
+      query: listUsersQuery,
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'A page of team member records', schema: pageOf(teamMemberSchema) } },
+    },
+    fresh,
+    async (req, res) => {
+      const { limit, skip, externalUserId } = parse(listUsersQuery, req.query);
+      const { organisationId } = tenantOf(res);
+      res.json(await listTeamMembers(db, organisationId, { externalUserId }, { limit, skip }));
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/users/:userId',
+      tag: 'Users',
+      summary: 'Read one user as a team member record',
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'The team member record', schema: teamMemberSchema } },
+    },
+    fresh,
+    async (req, res) => {
+      const { organisationId } = tenantOf(res);
+      const member = await findTeamMember(db, organisationId, String(req.params.userId).toLowerCase());
+      if (!member) throw notFound('User not found');
+      res.json(member);
+    },
+  );
+
+  return router;
+}
+
+export interface TeamMemberFilters {
+  externalUserId?: string;
+  communityId?: string;
+  role?: string;
+  search?: string;
+}
+
+/** One organisation's team members matching every filter, newest first; two queries whatever the page size. */
+export async function listTeamMembers(db: Kysely<any>, organisationId: string, filters: TeamMemberFilters, page: Pagination): Promise<Page<TeamMember>> {
+  let matching = db.selectFrom('users').where('organisation_id', '=', organisationId);
+  if (filters.externalUserId !== undefined) matching = matching.where('external_user_id', '=', filters.externalUserId);
+  if (filters.communityId !== undefined) matching = matching.where(sql<boolean>`community_ids @> array[${filters.communityId}]::text[]`);
+  if (filters.role !== undefined) matching = matching.where(sql<boolean>`roles @> array[${filters.role}]::text[]`);
+  if (filters.search !== undefined) {
+    const prefix = `${escapeLike(filters.search.toLowerCase())}%`;
+    matching = matching.where((eb) => eb.or([eb('username_key', 'like', prefix), eb('display_name_key', 'like', prefix), eb('email_key', 'like', prefix)]));
+  }
+  const [rows, count] = await Promise.all([
+    matching.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.skip).execute(),
+    matching.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow(),
+  ]);
+  return { totalCount: Number(count.count), edges: rows.map(teamMemberFromRow) };
+}
+
+export async function findTeamMember(db: Kysely<any>, organisationId: string, userId: string): Promise<TeamMember | null> {
+  const row = await db.selectFrom('users').selectAll().where('organisation_id', '=', organisationId).where('id', '=', userId).executeTakeFirst();
+  return row ? teamMemberFromRow(row) : null;
+}
+
+function teamMemberFromRow(row: Record<string, any>): TeamMember {
+  return teamMember({
+    id: row.id,
+    organisationId: row.organisation_id,
+    externalUserId: row.external_user_id,
+    username: row.username,
+    displayName: row.display_name,
+    email: row.email,
+    emailVerifiedAt: row.email_verified_at === null ? null : iso(row.email_verified_at),
+    fullName: row.full_name,
+    parentEmail: row.parent_email,
+    locale: row.locale,
+    bio: row.bio,
+    profilePictureUrl: row.profile_picture_url,
+    roles: row.roles,
+    isAnonymous: row.is_anonymous,
+    birthDay: row.birth_day,
+    birthMonth: row.birth_month,
+    birthYear: row.birth_year,
+    socialHandles: row.social_handles,
+    communityIds: row.community_ids,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at),
+  });
+}
+
+function escapeLike(value: string): string {
+  return value.replace(/[\\%_]/g, (character) => `\\${character}`);
+}
