@@ -1,0 +1,176 @@
+import { Router } from 'express';
+import { challengeDecider, type ActionReplacement, type ChallengeEvent, type ChallengeRecord, type ChallengeState } from '../domain/challenge.ts';
+import { freshDistributionView } from '../domain/distribution-entry.ts';
+import type { Decider } from '../domain/decider.ts';
+import { tenantOf } from '../infra/auth.ts';
+import {
+  actionDistributionBody,
+  actionDistributionSchema,
+  challengeSchema,
+  challengeView,
+  createChallengeBody,
+  updateChallengeBody,
+} from '../infra/contract/challenges.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { notFound } from '../infra/http/errors.ts';
+import { eventMetadata, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { ID_PATTERN, newId } from '../infra/ids.ts';
+import type { ServiceContext } from './context.ts';
+import { idempotencyKeyHeader } from './leaderboards.ts';
+import { runCommand } from './run-command.ts';
+
+const minPositionHeader = {
+  name: 'x-min-position',
+  description: 'An `x-event-position` from a write: the action is looked up once the read model has caught up with it',
+};
+
+export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): Router {
+  const router = Router();
+  const db = ctx.database.db;
+
+  admin.route(
+    router,
+    {
+      method: 'post',
+      path: '/challenges',
+      tag: 'Challenges',
+      summary: 'Create a challenge: an ordered list of actions',
+      description:
+        'Appends `ChallengeCreated` on `challenge-<id>`; each action gets an id. Answers 201 with the challenge and `x-event-position` (send it as `x-min-position` to read your write).',
+      body: createChallengeBody,
+      headers: [idempotencyKeyHeader],
+      responses: { 201: { description: 'The created challenge', schema: challengeSchema } },
+    },
+    async (req, res) => {
+      const body = parse(createChallengeBody, req.body);
+      const { organisationId } = tenantOf(res);
+      const { actor, occurredAt } = eventMetadata(req, res);
+      const challengeId = newId();
+      const actions = body.actions.map((action) => ({ ...action, actionId: newId(), distribution: action.distribution ?? null }));
+      await runCommand(ctx, req, res, {
+        parts: [
+          {
+            stream: `challenge-${challengeId}`,
+            decider: challengeDecider,
+            command: { type: 'CreateChallenge', data: { ...body, actions, challengeId, organisationId, actor: actor!, now: occurredAt! } },
+          },
+        ],
+        respond: ([events]) => ({ status: 201, body: challengeView(recordAfter(challengeDecider.initialState, events as ChallengeEvent[])) }),
+      });
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'patch',
+      path: '/challenges/:challengeId',
+      tag: 'Challenges',
+      summary: 'Change a challenge',
+      description:
+        'Appends `ChallengeUpdated`. Each field given replaces the current value whole. `actions`, `isLinear` and `startsAt` change only while the challenge has not started (its startsAt is still ahead), else 409. An action that carries the `id` of one of the challenge’s actions keeps that id (and its distribution unless it gives one); the others get new ids, and actions left out are removed.',
+      body: updateChallengeBody,
+      headers: [idempotencyKeyHeader],
+      responses: { 200: { description: 'The challenge as changed', schema: challengeSchema }, 404: { description: 'No such challenge in this organisation' } },
+    },
+    async (req, res) => {
+      const challengeId = pathId(req.params.challengeId, 'Challenge');
+      const { actions, ...changes } = parse(updateChallengeBody, req.body);
+      const { organisationId } = tenantOf(res);
+      const { actor, occurredAt } = eventMetadata(req, res);
+      const replacement: ActionReplacement[] | undefined = actions?.map(({ id, distribution, ...action }) => ({
+        ...action,
+        distribution,
+        actionId: id ?? newId(),
+        kept: id !== undefined,
+      }));
+      const seen = capturing(challengeDecider);
+      await runCommand(ctx, req, res, {
+        parts: [
+          {
+            stream: `challenge-${challengeId}`,
+            decider: seen.decider,
+            command: {
+              type: 'UpdateChallenge',
+              data: { challengeId, organisationId, changes: { ...changes, ...(replacement ? { actions: replacement } : {}) }, actor: actor!, now: occurredAt! },
+            },
+          },
+        ],
+        respond: ([events]) => ({ status: 200, body: challengeView(recordAfter(seen.state(), events as ChallengeEvent[])) }),
+      });
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'post',
+      path: '/actions/:actionId/distribution',
+      tag: 'Challenges',
+      summary: "Assign an action's distribution (points, bonus XP, reward allocations)",
+      description:
+        "Replaces the action's distribution; appends `ActionDistributionAssigned` on its challenge's stream. Allocations without an id get one. The action is found through the challenges read model: after creating the challenge, send its `x-event-position` as `x-min-position`.",
+      body: actionDistributionBody,
+      headers: [idempotencyKeyHeader, minPositionHeader],
+      responses: {
+        200: { description: 'The distribution, with the action id; nothing is distributed yet', schema: actionDistributionSchema },
+        404: { description: 'No such action in this organisation' },
+      },
+    },
+    readYourWrites(db, ['challenges'], ctx.config.readYourWritesTimeoutMs),
+    async (req, res) => {
+      const actionId = pathId(req.params.actionId, 'Action');
+      const distribution = parse(actionDistributionBody, req.body);
+      const { organisationId } = tenantOf(res);
+      const { actor, occurredAt } = eventMetadata(req, res);
+      const owner = await db
+        .selectFrom('challenge_actions')
+        .select('challenge_id')
+        .where('organisation_id', '=', organisationId)
+        .where('action_id', '=', actionId)
+        .executeTakeFirst();
+      if (!owner) throw notFound('Action not found');
+      const challengeId = owner.challenge_id as string;
+      await runCommand(ctx, req, res, {
+        parts: [
+          {
+            stream: `challenge-${challengeId}`,
+            decider: challengeDecider,
+            command: { type: 'AssignActionDistribution', data: { challengeId, organisationId, actionId, distribution, actor: actor!, now: occurredAt! } },
+          },
+        ],
+        respond: () => ({ status: 200, body: { ...freshDistributionView(distribution), actionId } }),
+      });
+    },
+  );
+
+  return router;
+}
+
+/** A path id that cannot be an id names nothing: 404, like an unknown one. */
+export function pathId(value: string | string[] | undefined, what: string): string {
+  if (typeof value !== 'string' || !ID_PATTERN.test(value)) throw notFound(`${what} not found`);
+  return value.toLowerCase();
+}
+
+/** A decider that remembers the state it last decided on, so a response can show the whole result. */
+export function capturing<Command, Event, State>(decider: Decider<Command, Event, State>) {
+  let seen = decider.initialState;
+  return {
+    decider: {
+      ...decider,
+      decide(command: Command, state: State) {
+        seen = state;
+        return decider.decide(command, state);
+      },
+    },
+    state: () => seen,
+  };
+}
+
+function recordAfter(state: ChallengeState, events: ChallengeEvent[]): ChallengeRecord {
+  const after = events.reduce(challengeDecider.evolve, state);
+  if (!after.exists) throw new Error('a challenge command decided events that leave no challenge');
+  const { exists: _exists, ...record } = after;
+  return record;
+}

@@ -1,0 +1,86 @@
+import { Router } from 'express';
+import type { ChallengeRecord } from '../domain/challenge.ts';
+import { tenantOf } from '../infra/auth.ts';
+import { challengeSchema, challengeView, type ChallengeView } from '../infra/contract/challenges.ts';
+import { pageOf } from '../infra/contract/common.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { notFound } from '../infra/http/errors.ts';
+import { pagination, type Page } from '../infra/http/pagination.ts';
+import { parse, readYourWrites } from '../infra/http/request-context.ts';
+import { ID_PATTERN } from '../infra/ids.ts';
+import type { ServiceContext } from '../command-api/context.ts';
+
+export const minPositionHeader = {
+  name: 'x-min-position',
+  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
+};
+
+export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Router {
+  const router = Router();
+  const db = ctx.database.db;
+  const fresh = readYourWrites(db, ['challenges'], ctx.config.readYourWritesTimeoutMs);
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/challenges',
+      tag: 'Challenges',
+      summary: "List the organisation's challenges, newest first",
+      query: pagination,
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'A page of challenges, with every language of their details', schema: pageOf(challengeSchema) } },
+    },
+    fresh,
+    async (req, res) => {
+      const { limit, skip } = parse(pagination, req.query);
+      const { organisationId } = tenantOf(res);
+      const [rows, count] = await Promise.all([
+        db
+          .selectFrom('challenges')
+          .select('document')
+          .where('organisation_id', '=', organisationId)
+          .orderBy('created_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(limit)
+          .offset(skip)
+          .execute(),
+        db
+          .selectFrom('challenges')
+          .select((eb) => eb.fn.countAll<string>().as('count'))
+          .where('organisation_id', '=', organisationId)
+          .executeTakeFirstOrThrow(),
+      ]);
+      const page: Page<ChallengeView> = { totalCount: Number(count.count), edges: rows.map((row) => challengeView(row.document as ChallengeRecord)) };
+      res.json(page);
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/challenges/:challengeId',
+      tag: 'Challenges',
+      summary: 'Read one challenge, with its actions in order',
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'The challenge', schema: challengeSchema } },
+    },
+    fresh,
+    async (req, res) => {
+      const { organisationId } = tenantOf(res);
+      const id = String(req.params.challengeId);
+      if (!ID_PATTERN.test(id)) throw notFound('Challenge not found');
+      const row = await db
+        .selectFrom('challenges')
+        .select('document')
+        .where('organisation_id', '=', organisationId)
+        .where('id', '=', id.toLowerCase())
+        .executeTakeFirst();
+      if (!row) throw notFound('Challenge not found');
+      res.json(challengeView(row.document as ChallengeRecord));
+    },
+  );
+
+  return router;
+}

@@ -1,0 +1,43 @@
+import { Router } from 'express';
+import type { GameRecord } from '../domain/game.ts';
+import { tenantOf } from '../infra/auth.ts';
+import { gameConfigSchema, gameView } from '../infra/contract/games.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { notFound } from '../infra/http/errors.ts';
+import { readYourWrites } from '../infra/http/request-context.ts';
+import { ID_PATTERN } from '../infra/ids.ts';
+import type { ServiceContext } from '../command-api/context.ts';
+import { minPositionHeader } from './challenges.ts';
+
+export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router {
+  const router = Router();
+  const db = ctx.database.db;
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/games/:gameConfigId',
+      tag: 'Games',
+      summary: 'Read one game config with its prizes',
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'The game config', schema: gameConfigSchema } },
+    },
+    readYourWrites(db, ['games'], ctx.config.readYourWritesTimeoutMs),
+    async (req, res) => {
+      const { organisationId } = tenantOf(res);
+      const id = String(req.params.gameConfigId);
+      if (!ID_PATTERN.test(id)) throw notFound('Game not found');
+      const row = await db
+        .selectFrom('games')
+        .select('document')
+        .where('organisation_id', '=', organisationId)
+        .where('id', '=', id.toLowerCase())
+        .executeTakeFirst();
+      if (!row) throw notFound('Game not found');
+      res.json(gameView(row.document as GameRecord));
+    },
+  );
+
+  return router;
+}
