@@ -1,0 +1,139 @@
+import { Router, type Request } from 'express';
+import { isLive, type RewardAllocation } from '../domain/allocation.ts';
+import { fromLocalised } from '../domain/localised-details.ts';
+import type { Reward } from '../domain/reward.ts';
+import { tenantOf } from '../infra/auth.ts';
+import type { ServiceContext } from '../command-api/context.ts';
+import { pageOf } from '../infra/contract/common.ts';
+import { allocationOutput } from '../infra/contract/distribution.ts';
+import { listRewardsQuery, rewardSchema } from '../infra/contract/rewards.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { notFound } from '../infra/http/errors.ts';
+import { pagination, type Page } from '../infra/http/pagination.ts';
+import { parse, readYourWrites } from '../infra/http/request-context.ts';
+import { ID_PATTERN } from '../infra/ids.ts';
+
+const minPositionHeader = {
+  name: 'x-min-position',
+  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
+};
+
+export function rewardQueries(ctx: ServiceContext, admin: ApiDescription): Router {
+  const router = Router();
+  const db = ctx.database.db;
+  const fresh = readYourWrites(db, ['rewards'], ctx.config.readYourWritesTimeoutMs);
+  const freshAllocations = readYourWrites(db, ['rewards', 'reward_allocations'], ctx.config.readYourWritesTimeoutMs);
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/rewards',
+      tag: 'Rewards',
+      summary: "List the organisation's rewards, newest first",
+      query: listRewardsQuery,
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'A page of rewards', schema: pageOf(rewardSchema) } },
+    },
+    fresh,
+    async (req, res) => {
+      const { limit, skip, kind, communityId } = parse(listRewardsQuery, req.query);
+      const { organisationId } = tenantOf(res);
+      let rewards = db.selectFrom('rewards').where('organisation_id', '=', organisationId);
+      if (kind) rewards = rewards.where('kind', '=', kind);
+      if (communityId) rewards = rewards.where('community_id', '=', communityId);
+      const [rows, count] = await Promise.all([
+        rewards.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset(skip).execute(),
+        rewards.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow(),
+      ]);
+      const page: Page<Reward> = { totalCount: Number(count.count), edges: rows.map(toReward) };
+      res.json(page);
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/rewards/:rewardId',
+      tag: 'Rewards',
+      summary: 'Read one reward',
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'The reward', schema: rewardSchema } },
+    },
+    fresh,
+    async (req, res) => {
+      const { organisationId } = tenantOf(res);
+      const row = await db.selectFrom('rewards').selectAll().where('organisation_id', '=', organisationId).where('id', '=', rewardIdOf(req)).executeTakeFirst();
+      if (!row) throw notFound('Reward not found');
+      res.json(toReward(row));
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/rewards/:rewardId/allocations',
+      tag: 'Rewards',
+      summary: "List a reward's allocations, newest first",
+      query: pagination,
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'A page of allocations', schema: pageOf(allocationOutput) } },
+    },
+    freshAllocations,
+    async (req, res) => {
+      const { limit, skip } = parse(pagination, req.query);
+      const { organisationId } = tenantOf(res);
+      const rewardId = rewardIdOf(req);
+      const allocations = db.selectFrom('reward_allocations').where('organisation_id', '=', organisationId).where('reward_id', '=', rewardId);
+      const [reward, rows, count] = await Promise.all([
+        db.selectFrom('rewards').select('id').where('organisation_id', '=', organisationId).where('id', '=', rewardId).executeTakeFirst(),
+        allocations.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset(skip).execute(),
+        allocations.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow(),
+      ]);
+      if (!reward) throw notFound('Reward not found');
+      const page: Page<RewardAllocation> = { totalCount: Number(count.count), edges: rows.map(toAllocation) };
+      res.json(page);
+    },
+  );
+
+  return router;
+}
+
+function rewardIdOf(req: Request): string {
+  const rewardId = String(req.params.rewardId);
+  if (!ID_PATTERN.test(rewardId)) throw notFound('Reward not found');
+  return rewardId.toLowerCase();
+}
+
+function toReward(row: Record<string, any>): Reward {
+  const common = {
+    id: row.id,
+    organisationId: row.organisation_id,
+    communityId: row.community_id,
+    details: fromLocalised(row.details),
+    tags: row.tags,
+    campaigns: row.campaigns,
+    additionalCommunityIds: row.additional_community_ids,
+    metadata: row.metadata,
+  };
+  const audit = { createdAt: iso(row.created_at)!, updatedAt: iso(row.updated_at)!, createdBy: row.created_by, updatedBy: row.updated_by };
+  if (row.kind === 'entries') return { ...common, kind: 'entries', drawsAt: iso(row.draws_at)!, supply: row.supply, ...audit };
+  return { ...common, kind: 'asset', redeemable: row.redeemable, codeCount: row.code_count, expiresAt: iso(row.expires_at), ...audit };
+}
+
+function toAllocation(row: Record<string, any>): RewardAllocation {
+  return {
+    id: row.id,
+    rewardId: row.reward_id,
+    supply: row.supply,
+    amountToDistribute: row.amount_to_distribute,
+    distributed: row.distributed,
+    isLive: isLive({ supply: row.supply, distributed: row.distributed }),
+  };
+}
+
+function iso(value: Date | string | null): string | null {
+  return value === null ? null : new Date(value).toISOString();
+}
