@@ -217,7 +217,8 @@ export function bullmqJobRunner(
     for (const row of due) {
       const delay = Math.max(0, new Date(row.due_at).getTime() - settings.now().getTime());
       // One BullMQ job per attempt and due time: adding it again is ignored, a retry gets a fresh one.
-      const jobId = `${row.id}--${row.attempts}--${new Date(row.due_at).getTime()}`;
+      // (BullMQ refuses ':' in its ids, which ours may contain.)
+      const jobId = `${encodeURIComponent(row.id)}--${row.attempts}--${new Date(row.due_at).getTime()}`;
       await queue.add(row.kind, { id: row.id }, { jobId, delay, removeOnComplete: 1000, removeOnFail: 1000 });
     }
     return due.length;

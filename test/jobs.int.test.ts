@@ -89,14 +89,14 @@ describe.each(suites)('jobs: %s', (name, makeRunner) => {
   });
 
   it.runIf(!needsRedis || redis)('runs a job when it is due, once, however often it is scheduled', async () => {
-    await scheduleJob(test.database.db, { id: 'job-1', kind: 'count-effect', payload: { key: 'a' }, dueAt: new Date(h.clock().getTime() + 60_000) });
-    await scheduleJob(test.database.db, { id: 'job-1', kind: 'count-effect', payload: { key: 'a' }, dueAt: h.clock() });
+    await scheduleJob(test.database.db, { id: 'job:1', kind: 'count-effect', payload: { key: 'a' }, dueAt: new Date(h.clock().getTime() + 60_000) });
+    await scheduleJob(test.database.db, { id: 'job:1', kind: 'count-effect', payload: { key: 'a' }, dueAt: h.clock() });
     expect(await runner.runDue()).toBe(0);
     h.advance(60_000);
     expect(await runner.runDue()).toBe(1);
     expect(await runner.runDue()).toBe(0);
     expect(h.effects.get('a')).toBe(1);
-    const row = await test.database.db.selectFrom('scheduled_jobs').selectAll().where('id', '=', 'job-1').executeTakeFirstOrThrow();
+    const row = await test.database.db.selectFrom('scheduled_jobs').selectAll().where('id', '=', 'job:1').executeTakeFirstOrThrow();
     expect(row).toMatchObject({ status: 'done', attempts: 1, last_error: null });
   });
 
