@@ -4,7 +4,18 @@ import type { Express } from 'express';
 import { Migrator, type Kysely, type Migration } from 'kysely';
 import { consoleRouter } from './command-api/console.ts';
 import type { ServiceContext } from './command-api/context.ts';
+import { communityCommands } from './command-api/communities.ts';
+import { domainCommands } from './command-api/domains.ts';
 import { leaderboardCommands } from './command-api/leaderboards.ts';
+import { settingsCommands } from './command-api/settings.ts';
+import { teamCommands } from './command-api/teams.ts';
+import { challengeCommands } from './command-api/challenges.ts';
+import { gameCommands } from './command-api/games.ts';
+import { rewardCommands } from './command-api/rewards.ts';
+import { userCommands } from './command-api/users.ts';
+import { customEventCommands } from './command-api/custom-events.ts';
+import { customEventLinkCommands, customEventLinkRedemption } from './command-api/custom-event-links.ts';
+import { variableConfigCommands } from './command-api/variable-configs.ts';
 import { requireApiToken } from './infra/auth.ts';
 import type { Config } from './infra/config.ts';
 import { openPglite, openPostgres, type Database } from './infra/database.ts';
@@ -16,11 +27,20 @@ import { createHttpApp } from './infra/http/plumbing.ts';
 import type { Logger } from './infra/logging.ts';
 import { projections } from './projectors/index.ts';
 import { ProjectionRunner, prepareProjections, projectionRuntimeMigrations, type RuntimeOptions } from './projectors/runtime.ts';
+import { communityQueries } from './query-api/communities.ts';
 import { healthRoutes } from './query-api/health.ts';
 import { leaderboardQueries } from './query-api/leaderboards.ts';
+import { organisationQueries } from './query-api/settings.ts';
+import { challengeQueries } from './query-api/challenges.ts';
+import { gameQueries } from './query-api/games.ts';
+import { templateQueries } from './query-api/templates.ts';
+import { meQueries } from './query-api/me.ts';
+import { teamQueries } from './query-api/teams.ts';
+import { userQueries } from './query-api/users.ts';
+import { rewardQueries } from './query-api/rewards.ts';
 import { openRedis } from './infra/redis.ts';
 import { bullmqJobRunner, inProcessJobRunner, jobMigrations, type JobRunner, type JobRunnerOptions } from './infra/jobs.ts';
-import { jobHandlers } from './command-api/jobs.ts';
+import { jobHandlers, type OutsideWorld } from './command-api/jobs.ts';
 import type { Redis } from 'ioredis';
 
 export interface Service extends ServiceContext {
@@ -38,6 +58,8 @@ export interface ServiceOptions {
   /** Run due jobs in this process (the all-in-one default). */
   jobs?: boolean;
   jobOptions?: JobRunnerOptions;
+  /** The DNS resolver and mail transport the job handlers use (tests inject their own). */
+  outside?: OutsideWorld;
 }
 
 /** Opens the stores, applies migrations, prepares the read models and composes the HTTP app. */
@@ -56,8 +78,8 @@ export async function openService(config: Config, logger: Logger, options: Servi
     if (options.projectors ?? true) await runner.start();
     const jobOptions = { queueName: `engage-jobs-${databaseName(config)}`, ...options.jobOptions };
     const jobs = redis
-      ? bullmqJobRunner(database.db, redis, jobHandlers(ctx), logger, jobOptions)
-      : inProcessJobRunner(database.db, jobHandlers(ctx), logger, jobOptions);
+      ? bullmqJobRunner(database.db, redis, jobHandlers(ctx, options.outside), logger, jobOptions)
+      : inProcessJobRunner(database.db, jobHandlers(ctx, options.outside), logger, jobOptions);
     if (options.jobs ?? true) await jobs.start();
     const consoleSecret = randomBytes(24).toString('base64url');
     return {
@@ -123,9 +145,33 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
   app.use(healthRoutes(ctx, redis));
   app.use(consoleRouter(ctx, consoleSecret));
   const admin = new ApiDescription('admin', 'engage admin API', 'Configure an organisation: leaderboards and everything a programme needs.');
-  const adminRoutes = [leaderboardCommands(ctx, admin), leaderboardQueries(ctx, admin)];
+  const adminRoutes = [
+    domainCommands(ctx, admin),
+    settingsCommands(ctx, admin),
+    organisationQueries(ctx, admin),
+    teamCommands(ctx, admin),
+    leaderboardCommands(ctx, admin),
+    leaderboardQueries(ctx, admin),
+    rewardCommands(ctx, admin),
+    rewardQueries(ctx, admin),
+    communityCommands(ctx, admin),
+    communityQueries(ctx, admin),
+    variableConfigCommands(ctx, admin),
+    userCommands(ctx, admin),
+    customEventCommands(ctx, admin),
+    customEventLinkCommands(ctx, admin),
+    userQueries(ctx, admin),
+    teamQueries(ctx, admin),
+    challengeCommands(ctx, admin),
+    challengeQueries(ctx, admin),
+    templateQueries(ctx, admin),
+    gameCommands(ctx, admin),
+    gameQueries(ctx, admin),
+  ];
   app.use('/api/v2/admin', admin.router(), requireApiToken(db, 'admin'), ...adminRoutes);
-  app.use('/api/v2/integration', requireApiToken(db, 'integration'));
+  const integration = new ApiDescription('integration', 'engage integration API', 'What end users see: their own records, signed in with a user token.');
+  const integrationRoutes = [meQueries(ctx, integration), customEventLinkRedemption(ctx, integration)];
+  app.use('/api/v2/integration', integration.router(), requireApiToken(db, 'integration'), ...integrationRoutes);
   app.use('/api/v2/analytics', requireApiToken(db, 'analytics'));
   app.use(unknownRoute);
   app.use(errorHandler);

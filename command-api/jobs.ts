@@ -1,11 +1,126 @@
-import type { JobHandler } from '../infra/jobs.ts';
+import type { Transporter } from 'nodemailer';
+import { fold, type Decider, type DomainEvent } from '../domain/decider.ts';
+import { invitationDecider, type InvitationCommand } from '../domain/invitation.ts';
+import { organisationDecider, verificationRecordName, type OrganisationCommand } from '../domain/organisation.ts';
+import { systemTxtResolver, type TxtResolver } from '../infra/dns.ts';
+import { WrongExpectedRevisionError, type EventMetadata } from '../infra/event-store/port.ts';
+import { uuidFrom } from '../infra/ids.ts';
+import type { JobContext, JobHandler } from '../infra/jobs.ts';
+import { createMailer, type Mailer } from '../infra/mailer.ts';
+import { signInvitationToken } from '../infra/signed-links.ts';
+import { userTokenKey } from '../infra/user-tokens.ts';
+import { DOMAIN_VERIFICATION_JOB, type DomainVerificationJob } from '../projectors/domain-verification.ts';
+import { INVITATION_EMAIL_JOB } from '../projectors/invitations.ts';
 import type { ServiceContext } from './context.ts';
+
+/** The outside world the handlers talk to; tests inject a map of TXT records and a capturing mail transport. */
+export interface OutsideWorld {
+  resolveTxt?: TxtResolver;
+  mailTransport?: Transporter;
+}
+
+/**
+ * Attempts at finding the TXT record before a domain's verification fails for good. Not found on an earlier
+ * attempt, the handler throws and the job runner retries it with its backoff; keep this at or below the
+ * runner's `maxAttempts` (5 by default) so the last attempt records the failure.
+ */
+export const DOMAIN_VERIFICATION_ATTEMPTS = 5;
 
 /**
  * The handlers of timed and outside work, by job kind. Process managers (in `projectors/`) schedule the
  * jobs as they read the event stream; a handler makes its effect idempotent (deterministic event ids),
  * since a job can run again after a crash.
  */
-export function jobHandlers(_ctx: ServiceContext): Record<string, JobHandler> {
-  return {};
+export function jobHandlers(ctx: ServiceContext, outside: OutsideWorld = {}): Record<string, JobHandler> {
+  const resolveTxt = outside.resolveTxt ?? systemTxtResolver;
+  const mailer = createMailer({
+    smtpUrl: ctx.config.smtpUrl,
+    from: `engage <no-reply@${ctx.config.platformDomain}>`,
+    logger: ctx.logger,
+    transport: outside.mailTransport,
+  });
+  return {
+    [DOMAIN_VERIFICATION_JOB]: (payload: DomainVerificationJob, job) => verifyDomain(ctx, resolveTxt, payload, job),
+    [INVITATION_EMAIL_JOB]: (payload: { invitationId: string }, job) => emailInvitation(ctx, mailer, payload.invitationId, job),
+  };
+}
+
+async function verifyDomain(ctx: ServiceContext, resolveTxt: TxtResolver, job: DomainVerificationJob, context: JobContext): Promise<void> {
+  const stream = `organisation-${job.organisationId}`;
+  const state = fold(organisationDecider, (await ctx.store.readStream(stream)).map(({ type, data }) => ({ type, data })) as never[]);
+  const domain = state.domains.get(job.hostname);
+  if (!domain || domain.verificationToken !== job.verificationToken || domain.status === 'active' || domain.status === 'failed') return;
+  const record: OrganisationCommand = {
+    type: 'RecordDomainVerification',
+    data: { hostname: job.hostname, verificationToken: job.verificationToken, outcome: { verified: true }, now: new Date().toISOString() },
+  };
+  if (domain.status === 'pending') {
+    const name = verificationRecordName(job.hostname);
+    let found = false;
+    let problem = `no TXT record with the verification token at ${name}`;
+    try {
+      found = (await resolveTxt(name)).some((chunks) => chunks.join('') === job.verificationToken);
+    } catch (error) {
+      problem = `looking up ${name} failed: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    if (!found) {
+      if (context.attempt < DOMAIN_VERIFICATION_ATTEMPTS) throw new Error(`${problem} (attempt ${context.attempt} of ${DOMAIN_VERIFICATION_ATTEMPTS})`);
+      record.data.outcome = { verified: false, reason: `${problem} after ${DOMAIN_VERIFICATION_ATTEMPTS} attempts` };
+    }
+  }
+  await appendDecided(ctx, stream, organisationDecider, record, context.jobId, { organisationId: job.organisationId });
+}
+
+async function emailInvitation(ctx: ServiceContext, mailer: Mailer, invitationId: string, context: JobContext): Promise<void> {
+  const stream = `invitation-${invitationId}`;
+  const state = fold(invitationDecider, (await ctx.store.readStream(stream)).map(({ type, data }) => ({ type, data })) as never[]);
+  if (!state.exists || state.emailed || state.accepted) return;
+  const organisation = await ctx.database.db.selectFrom('organisations').select(['name', 'domain']).where('id', '=', state.organisationId).executeTakeFirst();
+  if (!organisation) throw new Error(`organisation ${state.organisationId} is not in the read model yet`);
+  const token = await signInvitationToken(userTokenKey(ctx.config), { invitationId, organisationId: state.organisationId });
+  const link = `https://${organisation.domain}/invitations/accept?token=${encodeURIComponent(token)}`;
+  const expires = new Date(state.expiresAt).toUTCString();
+  const sent = await mailer.send({
+    to: state.email,
+    subject: `You are invited to join ${organisation.name}`,
+    text: `You have been invited to join the team of ${organisation.name}.\n\nAccept the invitation: ${link}\n\nThe link works once and expires on ${expires}.\n`,
+    html: `<p>You have been invited to join the team of ${escapeHtml(organisation.name)}.</p><p><a href="${escapeHtml(link)}">Accept the invitation</a></p><p>The link works once and expires on ${expires}.</p>`,
+  });
+  const command: InvitationCommand = { type: 'RecordInvitationEmailed', data: { messageId: sent.messageId, now: new Date().toISOString() } };
+  await appendDecided(ctx, stream, invitationDecider, command, context.jobId, { organisationId: state.organisationId });
+}
+
+/**
+ * Decide on fresh state and append with event ids derived from the job, so a job that runs again appends
+ * nothing new (the decider also decides nothing once the outcome is recorded).
+ */
+async function appendDecided<Command, Event extends DomainEvent, State>(
+  ctx: ServiceContext,
+  stream: string,
+  decider: Decider<Command, Event, State>,
+  command: Command,
+  jobId: string,
+  metadata: EventMetadata,
+): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const recorded = await ctx.store.readStream(stream);
+    const events = decider.decide(command, fold(decider, recorded.map(({ type, data }) => ({ type, data })) as Event[]));
+    if (events.length === 0) return;
+    const last = recorded[recorded.length - 1];
+    const stamped = { ...metadata, actor: `job:${jobId}`, causationId: jobId, correlationId: jobId, occurredAt: new Date().toISOString() };
+    try {
+      await ctx.store.append(
+        stream,
+        events.map((event, index) => ({ id: uuidFrom(`${jobId}:${event.type}:${index}`), type: event.type, data: event.data, metadata: stamped })),
+        { expectedRevision: last ? last.revision : 'no_stream' },
+      );
+      return;
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError) || attempt >= 5) throw error;
+    }
+  }
+}
+
+function escapeHtml(value: string): string {
+  return value.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`);
 }

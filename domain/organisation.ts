@@ -15,12 +15,58 @@ export type OrganisationEvent =
       'ApiTokenIssued',
       { organisationId: string; tokenId: string; name: string; prefix: string; secretHash: string; domain: string; families: ApiFamily[]; issuedAt: string }
     >
-  | DomainEvent<'ApiTokenRevoked', { organisationId: string; tokenId: string; revokedAt: string }>;
+  | DomainEvent<'ApiTokenRevoked', { organisationId: string; tokenId: string; revokedAt: string }>
+  | DomainEvent<'OrganisationSettingsChanged', { organisationId: string; name: string; defaultLanguage: string; timezone: string; changedAt: string }>
+  | DomainEvent<'DomainRegistered', { organisationId: string; hostname: string; kind: CustomDomainKind; verificationToken: string; registeredAt: string }>
+  | DomainEvent<'DomainVerified', { organisationId: string; hostname: string; method: 'platform' | 'dns-txt'; verifiedAt: string }>
+  | DomainEvent<'DomainActivated', { organisationId: string; hostname: string; activatedAt: string }>
+  | DomainEvent<'DomainVerificationFailed', { organisationId: string; hostname: string; reason: string; failedAt: string }>
+  | DomainEvent<'DomainRemoved', { organisationId: string; hostname: string; removedAt: string }>;
 
 export type OrganisationCommand =
   | { type: 'CreateOrganisation'; data: { organisationId: string; name: string; slug: string; platformDomain: string; adminToken: FirstToken; now: string } }
   | { type: 'IssueApiToken'; data: { tokenId: string; name: string; prefix: string; secretHash: string; domain?: string; families: ApiFamily[]; now: string } }
-  | { type: 'RevokeApiToken'; data: { tokenId: string; now: string } };
+  | { type: 'RevokeApiToken'; data: { tokenId: string; now: string } }
+  | { type: 'ChangeSettings'; data: { name?: string; defaultLanguage?: string; timezone?: string; now: string } }
+  | { type: 'RegisterDomain'; data: { hostname: string; kind: CustomDomainKind; platformDomain: string; verificationToken: string; now: string } }
+  | {
+      type: 'RecordDomainVerification';
+      data: { hostname: string; verificationToken: string; outcome: { verified: true } | { verified: false; reason: string }; now: string };
+    }
+  | { type: 'RemoveDomain'; data: { hostname: string; now: string } };
+
+export const CUSTOM_DOMAIN_KINDS = ['custom-subdomain', 'white-label'] as const;
+export type CustomDomainKind = (typeof CUSTOM_DOMAIN_KINDS)[number];
+export type DomainKind = 'standard' | CustomDomainKind;
+export type DomainStatus = 'pending' | 'verified' | 'active' | 'failed';
+
+/** A hostname: dot-separated labels of letters, digits and inner hyphens, at least two labels, 253 characters at most. */
+export const HOSTNAME_PATTERN = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/;
+
+/** Where the TXT record that proves control of a white-label domain must be published. */
+export function verificationRecordName(hostname: string): string {
+  return `_engage-verification.${hostname}`;
+}
+
+/** An IANA time zone as this runtime's Intl knows it, in its canonical spelling; null when it is not one (offsets are not zones). */
+export function canonicalTimeZone(zone: string): string | null {
+  if (!/^[A-Za-z]/.test(zone)) return null;
+  try {
+    return new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone;
+  } catch {
+    return null;
+  }
+}
+
+/** A BCP 47 language tag such as `en` or `nl-BE`, in its canonical form; null when it is not one. */
+export function canonicalLanguage(tag: string): string | null {
+  if (!/^[A-Za-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$/.test(tag)) return null;
+  try {
+    return Intl.getCanonicalLocales(tag)[0] ?? null;
+  } catch {
+    return null;
+  }
+}
 
 /** An organisation is born with one admin token for its standard domain, or nobody could ever use it. */
 export interface FirstToken {
@@ -29,10 +75,19 @@ export interface FirstToken {
   secretHash: string;
 }
 
+export interface DomainState {
+  kind: DomainKind;
+  status: DomainStatus;
+  /** The token of the registration under way, so a verification left over from an earlier registration is ignored. */
+  verificationToken: string | null;
+}
+
 export interface OrganisationState {
   organisationId: string | null;
-  domains: string[];
-  tokens: Map<string, { revoked: boolean }>;
+  standardDomain: string | null;
+  settings: { name: string; defaultLanguage: string; timezone: string } | null;
+  domains: Map<string, DomainState>;
+  tokens: Map<string, { revoked: boolean; domain: string }>;
 }
 
 export function standardDomain(slug: string, platformDomain: string): string {
@@ -40,7 +95,7 @@ export function standardDomain(slug: string, platformDomain: string): string {
 }
 
 export const organisationDecider: Decider<OrganisationCommand, OrganisationEvent, OrganisationState> = {
-  initialState: { organisationId: null, domains: [], tokens: new Map() },
+  initialState: { organisationId: null, standardDomain: null, settings: null, domains: new Map(), tokens: new Map() },
 
   decide(command, state) {
     switch (command.type) {
@@ -59,8 +114,10 @@ export const organisationDecider: Decider<OrganisationCommand, OrganisationEvent
       case 'IssueApiToken': {
         const organisationId = requireOrganisation(state);
         const { tokenId, name, prefix, secretHash, families, now } = command.data;
-        const domain = command.data.domain ?? state.domains[0]!;
-        if (!state.domains.includes(domain)) throw new DomainError('invalid', `The domain ${domain} is not one of this organisation's domains`);
+        const domain = command.data.domain ?? state.standardDomain!;
+        const known = state.domains.get(domain);
+        if (!known) throw new DomainError('invalid', `The domain ${domain} is not one of this organisation's domains`);
+        if (known.status !== 'active') throw new DomainError('invalid', `The domain ${domain} is ${known.status}, not active yet`);
         if (families.length === 0) throw new DomainError('invalid', 'A token needs at least one API family');
         if (state.tokens.has(tokenId)) throw new DomainError('conflict', `Token ${tokenId} already exists`);
         return [
@@ -74,37 +131,145 @@ export const organisationDecider: Decider<OrganisationCommand, OrganisationEvent
         if (token.revoked) return [];
         return [{ type: 'ApiTokenRevoked', data: { organisationId, tokenId: command.data.tokenId, revokedAt: command.data.now } }];
       }
+      case 'ChangeSettings': {
+        const organisationId = requireOrganisation(state);
+        const { now, ...change } = command.data;
+        const name = change.name?.trim();
+        if (name !== undefined && name.length === 0) throw new DomainError('invalid', 'An organisation needs a name');
+        const timezone = change.timezone === undefined ? undefined : canonicalTimeZone(change.timezone);
+        if (timezone === null) throw new DomainError('invalid', `${change.timezone} is not an IANA time zone`);
+        const language = change.defaultLanguage === undefined ? undefined : canonicalLanguage(change.defaultLanguage);
+        if (language === null) throw new DomainError('invalid', `${change.defaultLanguage} is not a BCP 47 language tag`);
+        const current = state.settings!;
+        const next = { name: name ?? current.name, defaultLanguage: language ?? current.defaultLanguage, timezone: timezone ?? current.timezone };
+        if (next.name === current.name && next.defaultLanguage === current.defaultLanguage && next.timezone === current.timezone) return [];
+        return [{ type: 'OrganisationSettingsChanged', data: { organisationId, ...next, changedAt: now } }];
+      }
+      case 'RegisterDomain': {
+        const organisationId = requireOrganisation(state);
+        const { hostname, kind, platformDomain, verificationToken, now } = command.data;
+        if (!HOSTNAME_PATTERN.test(hostname)) throw new DomainError('invalid', `${hostname} is not a valid hostname`);
+        const platformSuffix = `.${platformDomain}`;
+        const underPlatform = hostname.endsWith(platformSuffix);
+        if (kind === 'custom-subdomain' && (!underPlatform || hostname.slice(0, -platformSuffix.length).includes('.'))) {
+          throw new DomainError('invalid', `A custom subdomain is <label>.${platformDomain}`);
+        }
+        if (kind === 'white-label' && (underPlatform || hostname === platformDomain)) {
+          throw new DomainError('invalid', `A white-label domain is outside ${platformDomain}; use a custom subdomain there`);
+        }
+        if (state.domains.has(hostname)) throw new DomainError('conflict', `The domain ${hostname} is already registered`);
+        const registered: OrganisationEvent = { type: 'DomainRegistered', data: { organisationId, hostname, kind, verificationToken, registeredAt: now } };
+        // The platform's own zone needs no proof of control: a custom subdomain is verified at once.
+        if (kind === 'white-label') return [registered];
+        return [registered, { type: 'DomainVerified', data: { organisationId, hostname, method: 'platform', verifiedAt: now } }];
+      }
+      case 'RecordDomainVerification': {
+        const organisationId = requireOrganisation(state);
+        const { hostname, verificationToken, outcome, now } = command.data;
+        const domain = state.domains.get(hostname);
+        // Removed (or removed and registered again) while this verification was under way: nothing to record.
+        if (!domain || domain.verificationToken !== verificationToken) return [];
+        if (domain.status === 'active' || domain.status === 'failed') return [];
+        if (!outcome.verified) return [{ type: 'DomainVerificationFailed', data: { organisationId, hostname, reason: outcome.reason, failedAt: now } }];
+        const activated: OrganisationEvent = { type: 'DomainActivated', data: { organisationId, hostname, activatedAt: now } };
+        if (domain.status === 'verified') return [activated];
+        return [{ type: 'DomainVerified', data: { organisationId, hostname, method: 'dns-txt', verifiedAt: now } }, activated];
+      }
+      case 'RemoveDomain': {
+        const organisationId = requireOrganisation(state);
+        const { hostname, now } = command.data;
+        const domain = state.domains.get(hostname);
+        if (!domain) throw new DomainError('not_found', `The domain ${hostname} is not one of this organisation's domains`);
+        if (domain.kind === 'standard') throw new DomainError('conflict', 'The standard domain cannot be removed');
+        const revocations: OrganisationEvent[] = [...state.tokens]
+          .filter(([, token]) => token.domain === hostname && !token.revoked)
+          .map(([tokenId]) => ({ type: 'ApiTokenRevoked', data: { organisationId, tokenId, revokedAt: now } }));
+        return [{ type: 'DomainRemoved', data: { organisationId, hostname, removedAt: now } }, ...revocations];
+      }
     }
   },
 
   evolve(state, event) {
     switch (event.type) {
-      case 'OrganisationCreated':
-        return { ...state, organisationId: event.data.organisationId, domains: [event.data.domain] };
+      case 'OrganisationCreated': {
+        const { organisationId, domain, name, defaultLanguage, timezone } = event.data;
+        return {
+          ...state,
+          organisationId,
+          standardDomain: domain,
+          settings: { name, defaultLanguage, timezone },
+          domains: new Map([[domain, { kind: 'standard', status: 'active', verificationToken: null }]]),
+        };
+      }
       case 'ApiTokenIssued':
-        return { ...state, tokens: new Map(state.tokens).set(event.data.tokenId, { revoked: false }) };
-      case 'ApiTokenRevoked':
-        return { ...state, tokens: new Map(state.tokens).set(event.data.tokenId, { revoked: true }) };
+        return { ...state, tokens: new Map(state.tokens).set(event.data.tokenId, { revoked: false, domain: event.data.domain }) };
+      case 'ApiTokenRevoked': {
+        const token = state.tokens.get(event.data.tokenId);
+        return token ? { ...state, tokens: new Map(state.tokens).set(event.data.tokenId, { ...token, revoked: true }) } : state;
+      }
+      case 'OrganisationSettingsChanged': {
+        const { name, defaultLanguage, timezone } = event.data;
+        return { ...state, settings: { name, defaultLanguage, timezone } };
+      }
+      case 'DomainRegistered':
+        return {
+          ...state,
+          domains: new Map(state.domains).set(event.data.hostname, {
+            kind: event.data.kind,
+            status: 'pending',
+            verificationToken: event.data.verificationToken,
+          }),
+        };
+      case 'DomainVerified':
+        return withDomainStatus(state, event.data.hostname, 'verified');
+      case 'DomainActivated':
+        return withDomainStatus(state, event.data.hostname, 'active');
+      case 'DomainVerificationFailed':
+        return withDomainStatus(state, event.data.hostname, 'failed');
+      case 'DomainRemoved': {
+        const domains = new Map(state.domains);
+        domains.delete(event.data.hostname);
+        return { ...state, domains };
+      }
     }
   },
 };
+
+function withDomainStatus(state: OrganisationState, hostname: string, status: DomainStatus): OrganisationState {
+  const domain = state.domains.get(hostname);
+  return domain ? { ...state, domains: new Map(state.domains).set(hostname, { ...domain, status }) } : state;
+}
 
 function requireOrganisation(state: OrganisationState): string {
   if (!state.organisationId) throw new DomainError('not_found', 'Organisation not found');
   return state.organisationId;
 }
 
-/** A domain name belongs to one organisation at a time; its own stream makes the claim atomic. */
-export type DomainNameEvent = DomainEvent<'DomainClaimed', { hostname: string; organisationId: string; kind: 'standard' | 'custom-subdomain' | 'white-label' }>;
-export type DomainNameCommand = { type: 'ClaimDomain'; data: DomainNameEvent['data'] };
+/**
+ * A domain name belongs to one organisation at a time; its own stream makes the claim atomic. Releasing it
+ * (when the domain is removed) lets anyone claim it again later.
+ */
+export type DomainNameEvent =
+  | DomainEvent<'DomainClaimed', { hostname: string; organisationId: string; kind: DomainKind }>
+  | DomainEvent<'DomainReleased', { hostname: string; organisationId: string }>;
+export type DomainNameCommand =
+  | { type: 'ClaimDomain'; data: { hostname: string; organisationId: string; kind: DomainKind } }
+  | { type: 'ReleaseDomain'; data: { hostname: string; organisationId: string } };
 
 export const domainNameDecider: Decider<DomainNameCommand, DomainNameEvent, { claimedBy: string | null }> = {
   initialState: { claimedBy: null },
   decide(command, state) {
-    if (state.claimedBy) throw new DomainError('conflict', `The domain ${command.data.hostname} is already in use`);
-    return [{ type: 'DomainClaimed', data: command.data }];
+    switch (command.type) {
+      case 'ClaimDomain':
+        if (state.claimedBy) throw new DomainError('conflict', `The domain ${command.data.hostname} is already in use`);
+        return [{ type: 'DomainClaimed', data: command.data }];
+      case 'ReleaseDomain':
+        if (state.claimedBy !== command.data.organisationId)
+          throw new DomainError('not_found', `The domain ${command.data.hostname} is not this organisation's`);
+        return [{ type: 'DomainReleased', data: command.data }];
+    }
   },
   evolve(_state, event) {
-    return { claimedBy: event.data.organisationId };
+    return { claimedBy: event.type === 'DomainClaimed' ? event.data.organisationId : null };
   },
 };

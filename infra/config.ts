@@ -47,6 +47,12 @@ const environment = z.object({
   READ_YOUR_WRITES_TIMEOUT_MS: integer(5000, 0, 60_000),
   SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 300_000),
   DATABASE_POOL_SIZE: integer(10, 1, 200),
+  USER_TOKEN_SECRET: z
+    .string()
+    .optional()
+    .transform((value) => (value === '' ? undefined : value))
+    .refine((value) => value === undefined || value.length >= 32, { message: 'must be at least 32 characters' }),
+  SMTP_URL: optionalUrl(['smtp', 'smtps']),
 });
 
 export interface Config {
@@ -63,6 +69,10 @@ export interface Config {
   readYourWritesTimeoutMs: number;
   shutdownTimeoutMs: number;
   databasePoolSize: number;
+  /** Signs user tokens; when unset, one is generated at first start and kept in `DATA_DIR/user-token-secret`. */
+  userTokenSecret: string | undefined;
+  /** Where invitation e-mails go (`smtp://user:pass@host:587`); without it they are written to the log instead. */
+  smtpUrl: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -96,5 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readYourWritesTimeoutMs: value.READ_YOUR_WRITES_TIMEOUT_MS,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     databasePoolSize: value.DATABASE_POOL_SIZE,
+    userTokenSecret: value.USER_TOKEN_SECRET,
+    smtpUrl: value.SMTP_URL,
   };
 }

@@ -1,6 +1,31 @@
+import { communitiesProjection } from './communities.ts';
+import { customEventLinksProjection } from './custom-event-links.ts';
+import { customEventsProjection } from './custom-events.ts';
+import { domainVerificationProcess } from './domain-verification.ts';
+import { invitationsProjection } from './invitations.ts';
 import { leaderboardsProjection } from './leaderboards.ts';
+import { challengesProjection } from './challenges.ts';
+import { gamesProjection } from './games.ts';
 import { organisationsProjection } from './organisations.ts';
+import { rewardAllocationsProjection } from './reward-allocations.ts';
+import { rewardsProjection } from './rewards.ts';
 import type { Projection } from './projection.ts';
+import { usersProjection } from './users.ts';
+import { variableConfigsProjection } from './variable-configs.ts';
 
 /** Every read model the service keeps. */
-export const projections: readonly Projection[] = [organisationsProjection, leaderboardsProjection];
+export const projections: readonly Projection[] = [
+  organisationsProjection,
+  leaderboardsProjection,
+  rewardsProjection,
+  rewardAllocationsProjection,
+  communitiesProjection,
+  variableConfigsProjection,
+  usersProjection,
+  domainVerificationProcess,
+  invitationsProjection,
+  customEventsProjection,
+  customEventLinksProjection,
+  challengesProjection,
+  gamesProjection,
+];

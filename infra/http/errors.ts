@@ -28,6 +28,7 @@ export const unauthorized = (message = 'Unauthorized') => new HttpError(401, 'UN
 export const forbidden = (message = 'Forbidden') => new HttpError(403, 'FORBIDDEN', message);
 export const notFound = (message = 'Not found') => new HttpError(404, 'NOT_FOUND', message);
 export const conflict = (message: string) => new HttpError(409, 'CONFLICT', message);
+export const gone = (message = 'Gone') => new HttpError(410, 'GONE', message);
 export const serviceUnavailable = (message: string, retryAfterSeconds = 1) =>
   new HttpError(503, 'SERVICE_UNAVAILABLE', message, undefined, { 'Retry-After': String(retryAfterSeconds) });
 

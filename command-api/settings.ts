@@ -1,0 +1,40 @@
+import { Router } from 'express';
+import { organisationDecider } from '../domain/organisation.ts';
+import { tenantOf } from '../infra/auth.ts';
+import { changeSettingsBody, settingsSchema } from '../infra/contract/domains.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { readSettings } from '../query-api/settings.ts';
+import type { ServiceContext } from './context.ts';
+import { idempotencyKeyHeader } from './leaderboards.ts';
+import { runSettledCommand } from './settled-command.ts';
+
+export function settingsCommands(ctx: ServiceContext, admin: ApiDescription): Router {
+  const router = Router();
+
+  admin.route(
+    router,
+    {
+      method: 'patch',
+      path: '/settings',
+      tag: 'Organisation',
+      summary: 'Change the organisation’s name, time zone or default language',
+      description:
+        'Appends `OrganisationSettingsChanged` (nothing when nothing changes). `timezone` is an IANA zone (checked with Intl), `defaultLanguage` a BCP 47 tag stored in canonical form (`nl-be` → `nl-BE`). Leaderboard windows use the time zone; localised reads fall back to the default language.',
+      body: changeSettingsBody,
+      headers: [idempotencyKeyHeader],
+      responses: { 200: { description: 'The settings after the change', schema: settingsSchema } },
+    },
+    async (req, res) => {
+      const change = parse(changeSettingsBody, req.body);
+      const { organisationId } = tenantOf(res);
+      const { occurredAt } = eventMetadata(req, res);
+      await runSettledCommand(ctx, req, res, [
+        { stream: `organisation-${organisationId}`, decider: organisationDecider, command: { type: 'ChangeSettings', data: { ...change, now: occurredAt! } } },
+      ]);
+      res.status(200).json(await readSettings(ctx.database.db, organisationId));
+    },
+  );
+
+  return router;
+}

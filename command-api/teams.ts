@@ -1,0 +1,164 @@
+import { Router } from 'express';
+import { invitationDecider, InvitationExpired, isEmailAddress, normaliseEmail, type InvitationEvent } from '../domain/invitation.ts';
+import { tenantOf } from '../infra/auth.ts';
+import { acceptedInvitationSchema, acceptInvitationBody, inviteTeamBody, inviteTeamResponse } from '../infra/contract/teams.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { badRequest, HttpError, serviceUnavailable } from '../infra/http/errors.ts';
+import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { ID_PATTERN, newId } from '../infra/ids.ts';
+import { verifyInvitationToken } from '../infra/signed-links.ts';
+import { userTokenKey } from '../infra/user-tokens.ts';
+import { waitForProjections } from '../projectors/runtime.ts';
+import type { CommandPart } from './command-handling.ts';
+import type { ServiceContext } from './context.ts';
+import { idempotencyKeyHeader } from './leaderboards.ts';
+import { runCommand } from './run-command.ts';
+import { createUserParts } from './users.ts';
+
+export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router {
+  const router = Router();
+  const db = ctx.database.db;
+  const tokenKey = userTokenKey(ctx.config);
+
+  admin.route(
+    router,
+    {
+      method: 'post',
+      path: '/teams/invite',
+      tag: 'Teams',
+      summary: 'Invite people to the organisation’s team by e-mail',
+      description:
+        'Per address: not an e-mail address, already a team member (a user of the organisation with that address), already invited and pending, or listed twice → `success: false` with a message; otherwise `TeamInvitationSent` on `invitation-<id>` and an e-mail with a single-use acceptance link valid for 7 days. Addresses compare case-insensitively. `success` is true when every address was invited.',
+      body: inviteTeamBody,
+      headers: [idempotencyKeyHeader],
+      responses: { 200: { description: 'One result per address, in request order', schema: inviteTeamResponse } },
+    },
+    async (req, res) => {
+      const { emails } = parse(inviteTeamBody, req.body);
+      const { organisationId } = tenantOf(res);
+      const { actor, occurredAt } = eventMetadata(req, res);
+      // Decide on read models that have seen every earlier write, so an invitation just sent counts as pending.
+      const head = await ctx.store.head();
+      if (head && !(await waitForProjections(db, ['team_invitations', 'users'], head.position, ctx.config.readYourWritesTimeoutMs))) {
+        throw serviceUnavailable('The team read models have not caught up yet; retry');
+      }
+      const candidates = [...new Set(emails.map(normaliseEmail).filter(isEmailAddress))];
+      const [members, pending] = candidates.length
+        ? await Promise.all([
+            db.selectFrom('users').select('email_key').where('organisation_id', '=', organisationId).where('email_key', 'in', candidates).execute(),
+            db
+              .selectFrom('team_invitations')
+              .select(['email', 'status'])
+              .where('organisation_id', '=', organisationId)
+              .where('email', 'in', candidates)
+              .where((eb) => eb.or([eb('status', '=', 'accepted'), eb.and([eb('status', '=', 'pending'), eb('expires_at', '>', occurredAt!)])]))
+              .execute(),
+          ])
+        : [[], []];
+      const memberEmails = new Set([
+        ...members.map((row) => row.email_key as string),
+        ...pending.filter((row) => row.status === 'accepted').map((row) => row.email as string),
+      ]);
+      const pendingEmails = new Set(pending.filter((row) => row.status === 'pending').map((row) => row.email as string));
+      const seen = new Set<string>();
+      const parts: CommandPart[] = [];
+      const results = emails.map((email) => {
+        const normalised = normaliseEmail(email);
+        const refuse = (message: string) => ({ email, success: false, message });
+        if (!isEmailAddress(normalised)) return refuse('Not a valid e-mail address');
+        if (seen.has(normalised)) return refuse('Listed more than once in this request');
+        seen.add(normalised);
+        if (memberEmails.has(normalised)) return refuse('Already a member of the team');
+        if (pendingEmails.has(normalised)) return refuse('Already invited; the invitation is pending');
+        const invitationId = newId();
+        parts.push({
+          stream: `invitation-${invitationId}`,
+          decider: invitationDecider,
+          command: { type: 'SendInvitation', data: { invitationId, organisationId, email: normalised, actor: actor!, now: occurredAt! } },
+        });
+        return { email, success: true, message: 'Invitation sent' };
+      });
+      const sent = results.filter((result) => result.success).length;
+      await runCommand(ctx, req, res, {
+        parts,
+        respond: () => ({
+          status: 200,
+          body: { success: sent === results.length, results, message: `${sent} of ${results.length} invitation${results.length === 1 ? '' : 's'} sent` },
+        }),
+      });
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'post',
+      path: '/teams/invitations/accept',
+      tag: 'Teams',
+      summary: 'Accept a team invitation with the token from its e-mail',
+      description:
+        'The organisation’s back office relays the token from the invitation link (admin family: joining the team is an admin matter, and the token is only accepted on its own organisation’s domain). Appends `TeamInvitationAccepted` and, atomically, creates the invitee as a user (`externalUserId` = the e-mail address, verified, role `team-member`). A token that is not an invitation token → 400; another organisation’s → 404; used before → 409; older than 7 days → 410 `GONE`.',
+      body: acceptInvitationBody,
+      headers: [idempotencyKeyHeader],
+      responses: {
+        200: { description: 'The invitation is accepted and the invitee is a team member', schema: acceptedInvitationSchema },
+        404: { description: 'No such invitation in this organisation (`NOT_FOUND`)' },
+        409: { description: 'Already accepted, or a user with this e-mail as externalUserId exists (`CONFLICT`)' },
+        410: { description: 'The invitation expired (`GONE`)' },
+      },
+    },
+    async (req, res) => {
+      const { token } = parse(acceptInvitationBody, req.body);
+      const { organisationId } = tenantOf(res);
+      const { occurredAt } = eventMetadata(req, res);
+      const claims = await verifyInvitationToken(tokenKey, token);
+      if (!claims || !ID_PATTERN.test(claims.invitationId)) throw badRequest([{ message: 'token: not a valid invitation token', path: ['token'] }]);
+      const stream = `invitation-${claims.invitationId}`;
+      const invited = (await ctx.store.readStream(stream, { limit: 1 }))[0]?.data as InvitationEvent['data'] | undefined;
+      const userId = newId();
+      const parts: CommandPart[] = [
+        { stream, decider: invitationDecider, command: { type: 'AcceptInvitation', data: { organisationId, now: occurredAt! } } },
+        ...(invited && invited.organisationId === organisationId
+          ? createUserParts({
+              userId,
+              organisationId,
+              externalUserId: invited.email,
+              profile: {
+                username: null,
+                displayName: null,
+                email: invited.email,
+                emailVerified: true,
+                fullName: null,
+                parentEmail: null,
+                locale: null,
+                bio: null,
+                profilePictureUrl: null,
+                roles: ['team-member'],
+                isAnonymous: false,
+                birthDay: null,
+                birthMonth: null,
+                birthYear: null,
+                socialHandles: { instagram: null, loyaltyCardNumber: null, tiktok: null },
+                communityIds: [],
+              },
+              now: occurredAt!,
+            })
+          : []),
+      ];
+      try {
+        await runCommand(ctx, req, res, {
+          parts,
+          respond: ([events]) => {
+            const accepted = (events as InvitationEvent[])[0]!.data;
+            return { status: 200, body: { invitationId: accepted.invitationId, email: accepted.email, userId, acceptedAt: occurredAt! } };
+          },
+        });
+      } catch (error) {
+        if (error instanceof InvitationExpired) throw new HttpError(410, 'GONE', error.message);
+        throw error;
+      }
+    },
+  );
+
+  return router;
+}

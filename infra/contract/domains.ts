@@ -1,0 +1,82 @@
+import { z } from 'zod';
+import { canonicalLanguage, canonicalTimeZone, CUSTOM_DOMAIN_KINDS, HOSTNAME_PATTERN } from '../../domain/organisation.ts';
+
+const hostname = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .transform((value) => value.replace(/\.$/, ''))
+  .pipe(z.string().regex(HOSTNAME_PATTERN, 'must be a hostname such as shop.example.com'));
+
+export const registerDomainBody = z
+  .object({
+    hostname,
+    kind: z.enum(CUSTOM_DOMAIN_KINDS).describe('`custom-subdomain`: `<label>.<platform domain>`; `white-label`: any other hostname you control'),
+  })
+  .meta({ id: 'RegisterDomain' });
+
+export const removeDomainBody = z.object({ hostname }).meta({ id: 'RemoveDomain' });
+
+const verificationSchema = z
+  .object({
+    type: z.literal('TXT'),
+    name: z.string().describe('`_engage-verification.<hostname>`'),
+    value: z.string().describe('publish this exact value as a TXT record at `name`'),
+  })
+  .meta({ id: 'DomainVerification' });
+
+export const registeredDomainSchema = z
+  .object({
+    hostname: z.string(),
+    kind: z.enum(CUSTOM_DOMAIN_KINDS),
+    status: z.enum(['pending', 'verified']).describe('`pending` until the TXT record is found; a custom subdomain is `verified` at once'),
+    verification: verificationSchema,
+    createdAt: z.string(),
+  })
+  .meta({ id: 'RegisteredDomain' });
+
+export const domainSchema = z
+  .object({
+    hostname: z.string(),
+    kind: z.enum(['standard', ...CUSTOM_DOMAIN_KINDS]),
+    status: z.enum(['pending', 'verified', 'active', 'failed']),
+    verification: verificationSchema.nullable().describe('null for the standard domain'),
+    failureReason: z.string().nullable().describe('why verification failed, when `status` is `failed`'),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'Domain' });
+
+export const domainListSchema = z.object({ totalCount: z.number().int().min(0), edges: z.array(domainSchema) }).meta({ id: 'DomainList' });
+
+export const removedDomainSchema = z
+  .object({ hostname: z.string(), removed: z.literal(true), revokedTokenIds: z.array(z.string()) })
+  .meta({ id: 'RemovedDomain' });
+
+export const settingsSchema = z
+  .object({
+    organisationId: z.string(),
+    name: z.string(),
+    slug: z.string(),
+    domain: z.string().describe('the standard domain'),
+    defaultLanguage: z.string().describe('BCP 47, canonical form'),
+    timezone: z.string().describe('IANA time zone'),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+  })
+  .meta({ id: 'OrganisationSettings' });
+
+export const changeSettingsBody = z
+  .strictObject({
+    name: z.string().trim().min(1).max(200).optional(),
+    timezone: z
+      .string()
+      .refine((value) => canonicalTimeZone(value) !== null, 'must be an IANA time zone such as Europe/Brussels')
+      .optional(),
+    defaultLanguage: z
+      .string()
+      .refine((value) => canonicalLanguage(value) !== null, 'must be a BCP 47 language tag such as en or nl-BE')
+      .optional(),
+  })
+  .refine((body) => Object.values(body).some((value) => value !== undefined), 'change at least one of name, timezone, defaultLanguage')
+  .meta({ id: 'ChangeOrganisationSettings' });

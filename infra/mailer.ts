@@ -1,0 +1,31 @@
+import nodemailer, { type Transporter } from 'nodemailer';
+import type { Logger } from './logging.ts';
+
+export interface Mail {
+  to: string;
+  subject: string;
+  text: string;
+  html: string;
+}
+
+export interface Mailer {
+  /** Sends one message; resolves with the transport's message id. */
+  send(mail: Mail): Promise<{ messageId: string | null }>;
+}
+
+/**
+ * Outgoing e-mail through nodemailer: SMTP when `SMTP_URL` is set, otherwise a JSON transport whose
+ * messages are written to the log (embedded mode has no mail server). Tests pass their own transport.
+ */
+export function createMailer(options: { smtpUrl: string | undefined; from: string; logger: Logger; transport?: Transporter }): Mailer {
+  const logged = !options.transport && !options.smtpUrl;
+  const transport: Transporter =
+    options.transport ?? (options.smtpUrl ? nodemailer.createTransport(options.smtpUrl) : nodemailer.createTransport({ jsonTransport: true }));
+  return {
+    async send(mail) {
+      const info = await transport.sendMail({ from: options.from, ...mail });
+      if (logged) options.logger.info({ mail: JSON.parse(String(info.message)) }, 'e-mail not sent (no SMTP_URL); logged instead');
+      return { messageId: typeof info.messageId === 'string' ? info.messageId : null };
+    },
+  };
+}

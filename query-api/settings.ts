@@ -1,0 +1,93 @@
+import { Router } from 'express';
+import type { Kysely } from 'kysely';
+import type { ServiceContext } from '../command-api/context.ts';
+import { tenantOf } from '../infra/auth.ts';
+import { domainListSchema, settingsSchema } from '../infra/contract/domains.ts';
+import type { ApiDescription } from '../infra/http/api-description.ts';
+import { notFound } from '../infra/http/errors.ts';
+import { readYourWrites } from '../infra/http/request-context.ts';
+import { verificationRecordName } from '../domain/organisation.ts';
+
+const minPositionHeader = {
+  name: 'x-min-position',
+  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
+};
+
+export async function readSettings(db: Kysely<any>, organisationId: string) {
+  const row = await db.selectFrom('organisations').selectAll().where('id', '=', organisationId).executeTakeFirst();
+  if (!row) throw notFound('Organisation not found');
+  return {
+    organisationId: row.id,
+    name: row.name,
+    slug: row.slug,
+    domain: row.domain,
+    defaultLanguage: row.default_language,
+    timezone: row.timezone,
+    createdAt: iso(row.created_at),
+    updatedAt: iso(row.updated_at ?? row.created_at),
+  };
+}
+
+/** The organisation's own records: its settings and its domains. */
+export function organisationQueries(ctx: ServiceContext, admin: ApiDescription): Router {
+  const router = Router();
+  const db = ctx.database.db;
+  const fresh = readYourWrites(db, ['organisations'], ctx.config.readYourWritesTimeoutMs);
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/settings',
+      tag: 'Organisation',
+      summary: 'Read the organisation’s settings',
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'The settings', schema: settingsSchema } },
+    },
+    fresh,
+    async (_req, res) => {
+      res.json(await readSettings(db, tenantOf(res).organisationId));
+    },
+  );
+
+  admin.route(
+    router,
+    {
+      method: 'get',
+      path: '/domains',
+      tag: 'Domains',
+      summary: 'List every domain of the organisation, the standard one first, then by registration',
+      description: 'Not paginated (an organisation has a handful of domains); the shape is the usual `{totalCount, edges}`.',
+      headers: [minPositionHeader],
+      responses: { 200: { description: 'The domains with their status', schema: domainListSchema } },
+    },
+    fresh,
+    async (_req, res) => {
+      const rows = await db
+        .selectFrom('organisation_domains')
+        .selectAll()
+        .where('organisation_id', '=', tenantOf(res).organisationId)
+        .orderBy('created_at')
+        .orderBy('hostname')
+        .execute();
+      const edges = rows
+        .map((row) => ({
+          hostname: row.hostname,
+          kind: row.kind,
+          status: row.status,
+          verification: row.verification_token ? { type: 'TXT', name: verificationRecordName(row.hostname), value: row.verification_token } : null,
+          failureReason: row.failure_reason ?? null,
+          createdAt: iso(row.created_at),
+          updatedAt: iso(row.updated_at ?? row.created_at),
+        }))
+        .sort((a, b) => Number(b.kind === 'standard') - Number(a.kind === 'standard'));
+      res.json({ totalCount: edges.length, edges });
+    },
+  );
+
+  return router;
+}
+
+function iso(value: Date | string): string {
+  return new Date(value).toISOString();
+}
