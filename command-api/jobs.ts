@@ -7,7 +7,7 @@ import { WrongExpectedRevisionError, type EventMetadata } from '../infra/event-s
 import { uuidFrom } from '../infra/ids.ts';
 import type { JobContext, JobHandler } from '../infra/jobs.ts';
 import { createMailer, type Mailer } from '../infra/mailer.ts';
-import { signInvitationToken } from '../infra/signed-links.ts';
+import { signInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { DOMAIN_VERIFICATION_JOB, type DomainVerificationJob } from '../projectors/domain-verification.ts';
 import { INVITATION_EMAIL_JOB } from '../projectors/invitations.ts';

@@ -6,7 +6,7 @@ import type { ApiDescription } from '../infra/http/api-description.ts';
 import { badRequest, HttpError, serviceUnavailable } from '../infra/http/errors.ts';
 import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
-import { verifyInvitationToken } from '../infra/signed-links.ts';
+import { verifyInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { waitForProjections } from '../projectors/runtime.ts';
 import type { CommandPart } from './command-handling.ts';

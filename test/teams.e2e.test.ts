@@ -1,7 +1,7 @@
 import nodemailer from 'nodemailer';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signInvitationToken } from '../infra/signed-links.ts';
+import { signInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
