@@ -1,5 +1,14 @@
 import { Router } from 'express';
-import { invitationDecider, InvitationExpired, isEmailAddress, normaliseEmail, type InvitationEvent } from '../domain/invitation.ts';
+import { createHash } from 'node:crypto';
+import {
+  INVITATION_VALIDITY_MS,
+  invitationDecider,
+  InvitationExpired,
+  inviteeDecider,
+  isEmailAddress,
+  normaliseEmail,
+  type InvitationEvent,
+} from '../domain/invitation.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { acceptedInvitationSchema, acceptInvitationBody, inviteTeamBody, inviteTeamResponse } from '../infra/contract/teams.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
@@ -14,6 +23,10 @@ import type { ServiceContext } from './context.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
 import { createUserParts } from './users.ts';
+
+function inviteeStream(organisationId: string, email: string): string {
+  return `invitee-${organisationId}${createHash('sha256').update(email).digest('hex').slice(0, 32)}`;
+}
 
 export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -71,11 +84,19 @@ export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router
         if (memberEmails.has(normalised)) return refuse('Already a member of the team');
         if (pendingEmails.has(normalised)) return refuse('Already invited; the invitation is pending');
         const invitationId = newId();
-        parts.push({
-          stream: `invitation-${invitationId}`,
-          decider: invitationDecider,
-          command: { type: 'SendInvitation', data: { invitationId, organisationId, email: normalised, actor: actor!, now: occurredAt! } },
-        });
+        const expiresAt = new Date(Date.parse(occurredAt!) + INVITATION_VALIDITY_MS).toISOString();
+        parts.push(
+          {
+            stream: `invitation-${invitationId}`,
+            decider: invitationDecider,
+            command: { type: 'SendInvitation', data: { invitationId, organisationId, email: normalised, actor: actor!, now: occurredAt! } },
+          },
+          {
+            stream: inviteeStream(organisationId, normalised),
+            decider: inviteeDecider,
+            command: { type: 'ReserveInvitee', data: { invitationId, expiresAt, now: occurredAt! } },
+          },
+        );
         return { email, success: true, message: 'Invitation sent' };
       });
       const sent = results.filter((result) => result.success).length;

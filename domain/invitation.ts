@@ -81,3 +81,25 @@ export const invitationDecider: Decider<InvitationCommand, InvitationEvent, Invi
     }
   },
 };
+
+/**
+ * One stream per organisation and address holds who is invited until when, so two requests inviting the
+ * same address at once cannot both send: the second append meets the first's revision, decides again and
+ * is refused.
+ */
+export type InviteeEvent = DomainEvent<'InviteeInvited', { invitationId: string; expiresAt: string }>;
+export type InviteeCommand = { type: 'ReserveInvitee'; data: { invitationId: string; expiresAt: string; now: string } };
+export type InviteeState = { pendingUntil: string | null };
+
+export const inviteeDecider: Decider<InviteeCommand, InviteeEvent, InviteeState> = {
+  initialState: { pendingUntil: null },
+  decide(command, state) {
+    if (state.pendingUntil && Date.parse(command.data.now) < Date.parse(state.pendingUntil)) {
+      throw new DomainError('conflict', 'This address was invited by a concurrent request; its invitation is pending');
+    }
+    return [{ type: 'InviteeInvited', data: { invitationId: command.data.invitationId, expiresAt: command.data.expiresAt } }];
+  },
+  evolve(_state, event) {
+    return { pendingUntil: event.data.expiresAt };
+  },
+};

@@ -1,5 +1,5 @@
 import { describe, it } from 'vitest';
-import { invitationDecider, type InvitationEvent } from '../domain/invitation.ts';
+import { invitationDecider, inviteeDecider, type InvitationEvent } from '../domain/invitation.ts';
 import { given } from './support/decider-spec.ts';
 
 const now = '2026-01-01T00:00:00.000Z';
@@ -57,5 +57,25 @@ describe('invitation decider', () => {
     given(invitationDecider, [])
       .when(accept())
       .thenRefuses('not_found', /not found/);
+  });
+});
+
+describe('invitee decider (one address of one organisation)', () => {
+  const reserve = (now: string) => ({ type: 'ReserveInvitee' as const, data: { invitationId: 'b'.repeat(24), expiresAt: '2026-03-08T00:00:00.000Z', now } });
+  const invited = { type: 'InviteeInvited' as const, data: { invitationId: 'a'.repeat(24), expiresAt: '2026-03-08T00:00:00.000Z' } };
+
+  it('reserves a free address', () => {
+    given(inviteeDecider, [])
+      .when(reserve('2026-03-01T00:00:00.000Z'))
+      .then([{ type: 'InviteeInvited', data: { invitationId: 'b'.repeat(24), expiresAt: '2026-03-08T00:00:00.000Z' } }]);
+  });
+
+  it('refuses while an invitation is pending, and reserves again once it has expired', () => {
+    given(inviteeDecider, [invited])
+      .when(reserve('2026-03-07T23:59:59.000Z'))
+      .thenRefuses('conflict', /pending/);
+    given(inviteeDecider, [invited])
+      .when(reserve('2026-03-08T00:00:00.000Z'))
+      .then([{ type: 'InviteeInvited', data: { invitationId: 'b'.repeat(24), expiresAt: '2026-03-08T00:00:00.000Z' } }]);
   });
 });

@@ -61,6 +61,19 @@ describe('team invitations', () => {
     });
   });
 
+  it('requests racing to invite one address send one invitation; the others are refused', async () => {
+    const responses = await Promise.all(Array.from({ length: 6 }, () => admin('/teams/invite', { emails: ['race@example.com'] })));
+    const invited = responses.filter((response) => response.status === 200 && response.body.success);
+    expect(invited).toHaveLength(1);
+    for (const response of responses.filter((r) => !(r.status === 200 && r.body.success))) {
+      expect([200, 409]).toContain(response.status);
+      if (response.status === 200) expect(response.body.results[0].message).toBe('Already invited; the invitation is pending');
+    }
+    await t.settle();
+    const rows = await t.service.database.db.selectFrom('team_invitations').select('email').where('email', '=', 'race@example.com').execute();
+    expect(rows).toHaveLength(1);
+  });
+
   it('accepting makes the invitee a team member; a second use → 409; then inviting them again says they are a member', async () => {
     const mail = sent.find((m) => m.to === 'bob@example.com')!;
     const accepted = await admin('/teams/invitations/accept', { token: tokenIn(mail.text) });
