@@ -538,6 +538,8 @@ describe('users, team members and user tokens over HTTP', () => {
       expect(response.body.openapi).toBe('3.1.0');
       expect(Object.keys(response.body.paths)).toContain('/me');
       expect(response.body.paths['/me'].get.parameters.map((p: { name: string }) => p.name)).toContain('Authorization');
+      expect(response.body.security).toEqual([{ apiToken: [], userToken: [] }]);
+      expect(response.body.components.securitySchemes.userToken).toMatchObject({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
       const admin = await t.request('GET', '/api/v2/admin/openapi.json', { host: acme.domain });
       for (const path of [
         '/communities',

@@ -107,7 +107,8 @@ export class ApiDescription {
       openapi: '3.1.0',
       info: { title: this.title, version: '1.0.0', description: this.description },
       servers: [{ url: `/api/v2/${this.family}`, description: "The organisation's domain; the Host header picks the organisation" }],
-      security: [{ apiToken: [] }],
+      // The integration family identifies the end user too, with a user token issued through the admin API.
+      security: [this.family === 'integration' ? { apiToken: [], userToken: [] } : { apiToken: [] }],
       paths,
       components: {
         schemas,
@@ -118,6 +119,9 @@ export class ApiDescription {
             name: 'x-api-token',
             description: 'An organisation API token (`eng_<prefix>_<secret>`); a `Bearer ` prefix is accepted',
           },
+          ...(this.family === 'integration'
+            ? { userToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A user token from `POST /api/v2/admin/users/{id}/tokens`' } }
+            : {}),
         },
       },
     };
