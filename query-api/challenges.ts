@@ -5,15 +5,10 @@ import { challengeSchema, challengeView, type ChallengeView } from '../infra/con
 import { pageOf } from '../infra/contract/common.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { pagination, type Page } from '../infra/http/pagination.ts';
-import { parse, readYourWrites } from '../infra/http/request-context.ts';
+import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
+import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
 import type { ServiceContext } from '../command-api/context.ts';
-
-export const minPositionHeader = {
-  name: 'x-min-position',
-  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
-};
 
 export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -35,23 +30,8 @@ export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Ro
     async (req, res) => {
       const { limit, skip } = parse(pagination, req.query);
       const { organisationId } = tenantOf(res);
-      const [rows, count] = await Promise.all([
-        db
-          .selectFrom('challenges')
-          .select('document')
-          .where('organisation_id', '=', organisationId)
-          .orderBy('created_at', 'desc')
-          .orderBy('id', 'desc')
-          .limit(limit)
-          .offset(skip)
-          .execute(),
-        db
-          .selectFrom('challenges')
-          .select((eb) => eb.fn.countAll<string>().as('count'))
-          .where('organisation_id', '=', organisationId)
-          .executeTakeFirstOrThrow(),
-      ]);
-      const page: Page<ChallengeView> = { totalCount: Number(count.count), edges: rows.map((row) => challengeView(row.document as ChallengeRecord)) };
+      const { rows, totalCount } = await newestFirst(db.selectFrom('challenges').where('organisation_id', '=', organisationId), { limit, skip });
+      const page: Page<ChallengeView> = { totalCount, edges: rows.map((row) => challengeView(row.document as ChallengeRecord)) };
       res.json(page);
     },
   );

@@ -7,13 +7,8 @@ import { pageOf } from '../infra/contract/common.ts';
 import { communitySchema, variableConfigSchema } from '../infra/contract/communities.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { pagination, type Page } from '../infra/http/pagination.ts';
-import { parse, readYourWrites } from '../infra/http/request-context.ts';
-
-export const minPositionHeader = {
-  name: 'x-min-position',
-  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
-};
+import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
+import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 
 export function communityQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -36,23 +31,8 @@ export function communityQueries(ctx: ServiceContext, admin: ApiDescription): Ro
     async (req, res) => {
       const { limit, skip } = parse(pagination, req.query);
       const { organisationId } = tenantOf(res);
-      const [rows, count] = await Promise.all([
-        db
-          .selectFrom('communities')
-          .selectAll()
-          .where('organisation_id', '=', organisationId)
-          .orderBy('created_at', 'desc')
-          .orderBy('id', 'desc')
-          .limit(limit)
-          .offset(skip)
-          .execute(),
-        db
-          .selectFrom('communities')
-          .select((eb) => eb.fn.countAll<string>().as('count'))
-          .where('organisation_id', '=', organisationId)
-          .executeTakeFirstOrThrow(),
-      ]);
-      const page: Page<Community> = { totalCount: Number(count.count), edges: rows.map(toCommunity) };
+      const { rows, totalCount } = await newestFirst(db.selectFrom('communities').where('organisation_id', '=', organisationId), { limit, skip });
+      const page: Page<Community> = { totalCount, edges: rows.map(toCommunity) };
       res.json(page);
     },
   );
@@ -96,23 +76,8 @@ export function communityQueries(ctx: ServiceContext, admin: ApiDescription): Ro
     async (req, res) => {
       const { limit, skip } = parse(pagination, req.query);
       const { organisationId } = tenantOf(res);
-      const [rows, count] = await Promise.all([
-        db
-          .selectFrom('variable_configs')
-          .selectAll()
-          .where('organisation_id', '=', organisationId)
-          .orderBy('created_at', 'desc')
-          .orderBy('id', 'desc')
-          .limit(limit)
-          .offset(skip)
-          .execute(),
-        db
-          .selectFrom('variable_configs')
-          .select((eb) => eb.fn.countAll<string>().as('count'))
-          .where('organisation_id', '=', organisationId)
-          .executeTakeFirstOrThrow(),
-      ]);
-      const page: Page<VariableConfig> = { totalCount: Number(count.count), edges: rows.map(toVariableConfig) };
+      const { rows, totalCount } = await newestFirst(db.selectFrom('variable_configs').where('organisation_id', '=', organisationId), { limit, skip });
+      const page: Page<VariableConfig> = { totalCount, edges: rows.map(toVariableConfig) };
       res.json(page);
     },
   );

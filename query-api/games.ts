@@ -7,7 +7,7 @@ import { notFound } from '../infra/http/errors.ts';
 import { readYourWrites } from '../infra/http/request-context.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
 import type { ServiceContext } from '../command-api/context.ts';
-import { minPositionHeader } from './challenges.ts';
+import { minPositionHeader } from '../infra/http/request-context.ts';
 
 export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();

@@ -5,14 +5,9 @@ import { notFound } from '../infra/http/errors.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { pageOf } from '../infra/contract/common.ts';
 import { leaderboardConfigSchema, leaderboardDistributionSchema } from '../infra/contract/leaderboards.ts';
-import { pagination, type Page } from '../infra/http/pagination.ts';
-import { parse, readYourWrites } from '../infra/http/request-context.ts';
+import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
+import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import type { ServiceContext } from '../command-api/context.ts';
-
-const minPositionHeader = {
-  name: 'x-min-position',
-  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
-};
 
 export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -34,23 +29,8 @@ export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): 
     async (req, res) => {
       const { limit, skip } = parse(pagination, req.query);
       const { organisationId } = tenantOf(res);
-      const [rows, count] = await Promise.all([
-        db
-          .selectFrom('leaderboards')
-          .selectAll()
-          .where('organisation_id', '=', organisationId)
-          .orderBy('created_at', 'desc')
-          .orderBy('id', 'desc')
-          .limit(limit)
-          .offset(skip)
-          .execute(),
-        db
-          .selectFrom('leaderboards')
-          .select((eb) => eb.fn.countAll<string>().as('count'))
-          .where('organisation_id', '=', organisationId)
-          .executeTakeFirstOrThrow(),
-      ]);
-      const page: Page<LeaderboardConfig> = { totalCount: Number(count.count), edges: rows.map(toConfig) };
+      const { rows, totalCount } = await newestFirst(db.selectFrom('leaderboards').where('organisation_id', '=', organisationId), { limit, skip });
+      const page: Page<LeaderboardConfig> = { totalCount, edges: rows.map(toConfig) };
       res.json(page);
     },
   );

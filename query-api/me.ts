@@ -7,7 +7,7 @@ import { notFound } from '../infra/http/errors.ts';
 import { readYourWrites } from '../infra/http/request-context.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { minPositionHeader } from './communities.ts';
+import { minPositionHeader } from '../infra/http/request-context.ts';
 import { findTeamMember } from './users.ts';
 
 const userTokenHeader = {

@@ -9,14 +9,9 @@ import { allocationOutput } from '../infra/contract/distribution.ts';
 import { listRewardsQuery, rewardSchema } from '../infra/contract/rewards.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { pagination, type Page } from '../infra/http/pagination.ts';
-import { parse, readYourWrites } from '../infra/http/request-context.ts';
+import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
+import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
-
-const minPositionHeader = {
-  name: 'x-min-position',
-  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
-};
 
 export function rewardQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -42,11 +37,8 @@ export function rewardQueries(ctx: ServiceContext, admin: ApiDescription): Route
       let rewards = db.selectFrom('rewards').where('organisation_id', '=', organisationId);
       if (kind) rewards = rewards.where('kind', '=', kind);
       if (communityId) rewards = rewards.where('community_id', '=', communityId);
-      const [rows, count] = await Promise.all([
-        rewards.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset(skip).execute(),
-        rewards.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow(),
-      ]);
-      const page: Page<Reward> = { totalCount: Number(count.count), edges: rows.map(toReward) };
+      const { rows, totalCount } = await newestFirst(rewards, { limit, skip });
+      const page: Page<Reward> = { totalCount, edges: rows.map(toReward) };
       res.json(page);
     },
   );
@@ -87,13 +79,12 @@ export function rewardQueries(ctx: ServiceContext, admin: ApiDescription): Route
       const { organisationId } = tenantOf(res);
       const rewardId = rewardIdOf(req);
       const allocations = db.selectFrom('reward_allocations').where('organisation_id', '=', organisationId).where('reward_id', '=', rewardId);
-      const [reward, rows, count] = await Promise.all([
+      const [reward, { rows, totalCount }] = await Promise.all([
         db.selectFrom('rewards').select('id').where('organisation_id', '=', organisationId).where('id', '=', rewardId).executeTakeFirst(),
-        allocations.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset(skip).execute(),
-        allocations.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow(),
+        newestFirst(allocations, { limit, skip }),
       ]);
       if (!reward) throw notFound('Reward not found');
-      const page: Page<RewardAllocation> = { totalCount: Number(count.count), edges: rows.map(toAllocation) };
+      const page: Page<RewardAllocation> = { totalCount, edges: rows.map(toAllocation) };
       res.json(page);
     },
   );

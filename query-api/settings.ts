@@ -5,13 +5,8 @@ import { tenantOf } from '../infra/auth.ts';
 import { domainListSchema, settingsSchema } from '../infra/contract/domains.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { readYourWrites } from '../infra/http/request-context.ts';
+import { minPositionHeader, readYourWrites } from '../infra/http/request-context.ts';
 import { verificationRecordName } from '../domain/organisation.ts';
-
-const minPositionHeader = {
-  name: 'x-min-position',
-  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
-};
 
 export async function readSettings(db: Kysely<any>, organisationId: string) {
   const row = await db.selectFrom('organisations').selectAll().where('id', '=', organisationId).executeTakeFirst();

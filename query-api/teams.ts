@@ -6,7 +6,7 @@ import { teamMemberSchema, teamsQuery } from '../infra/contract/users.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { parse, readYourWrites } from '../infra/http/request-context.ts';
-import { minPositionHeader } from './communities.ts';
+import { minPositionHeader } from '../infra/http/request-context.ts';
 import { listTeamMembers } from './users.ts';
 
 export function teamQueries(ctx: ServiceContext, admin: ApiDescription): Router {

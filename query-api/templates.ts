@@ -9,10 +9,10 @@ import { pageOf } from '../infra/contract/common.ts';
 import { languageHeader } from '../infra/contract/localised-details.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { badRequest } from '../infra/http/errors.ts';
-import { pagination, type Page } from '../infra/http/pagination.ts';
+import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
 import { parse, readYourWrites } from '../infra/http/request-context.ts';
 import type { ServiceContext } from '../command-api/context.ts';
-import { minPositionHeader } from './challenges.ts';
+import { minPositionHeader } from '../infra/http/request-context.ts';
 
 export type ChallengeTemplate = z.infer<typeof challengeTemplateSchema>;
 
@@ -50,14 +50,13 @@ export function templateQueries(ctx: ServiceContext, admin: ApiDescription): Rou
             sql<boolean>`available_as_template_for @> array[${organisationId}]::text[]`,
           ]),
         );
-      const [rows, count, organisation] = await Promise.all([
-        available.select('document').orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset(skip).execute(),
-        available.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow(),
+      const [{ rows, totalCount }, organisation] = await Promise.all([
+        newestFirst(available, { limit, skip }),
         db.selectFrom('organisations').select('default_language').where('id', '=', organisationId).executeTakeFirst(),
       ]);
       const organisationDefault = organisation?.default_language as string | undefined;
       const page: Page<ChallengeTemplate> = {
-        totalCount: Number(count.count),
+        totalCount,
         edges: rows.map((row) => templateOf(row.document as ChallengeRecord, language, organisationDefault)),
       };
       res.json(page);

@@ -7,9 +7,10 @@ import { pageOf } from '../infra/contract/common.ts';
 import { listUsersQuery, teamMemberSchema } from '../infra/contract/users.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import type { Page, Pagination } from '../infra/http/pagination.ts';
+import { newestFirst, type Page, type Pagination } from '../infra/http/pagination.ts';
 import { parse, readYourWrites } from '../infra/http/request-context.ts';
-import { iso, minPositionHeader } from './communities.ts';
+import { iso } from './communities.ts';
+import { minPositionHeader } from '../infra/http/request-context.ts';
 
 export function userQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -74,11 +75,8 @@ export async function listTeamMembers(db: Kysely<any>, organisationId: string, f
     const prefix = `${escapeLike(filters.search.toLowerCase())}%`;
     matching = matching.where((eb) => eb.or([eb('username_key', 'like', prefix), eb('display_name_key', 'like', prefix), eb('email_key', 'like', prefix)]));
   }
-  const [rows, count] = await Promise.all([
-    matching.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(page.limit).offset(page.skip).execute(),
-    matching.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow(),
-  ]);
-  return { totalCount: Number(count.count), edges: rows.map(teamMemberFromRow) };
+  const { rows, totalCount } = await newestFirst(matching, page);
+  return { totalCount, edges: rows.map(teamMemberFromRow) };
 }
 
 export async function findTeamMember(db: Kysely<any>, organisationId: string, userId: string): Promise<TeamMember | null> {

@@ -32,6 +32,12 @@ export function setEventPosition(res: Response, position: Position | null): void
   if (position) res.set('x-event-position', position);
 }
 
+/** The `x-min-position` header as the OpenAPI description shows it on every read that honours it. */
+export const minPositionHeader = {
+  name: 'x-min-position',
+  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
+};
+
 /**
  * Read-your-writes: with `x-min-position`, the read waits (bounded) until the projections it reads have
  * passed that position, and answers 503 with Retry-After if they do not in time.
