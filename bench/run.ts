@@ -74,20 +74,35 @@ async function main() {
       id bigint generated always as identity primary key, event_id uuid not null unique, stream text not null,
       revision bigint not null, type text not null, data jsonb not null, metadata jsonb not null,
       created_at timestamptz not null default now(), unique (stream, revision))`);
-    const data = { name: 'Weekly XP', metricType: 'total-xp', period: 'weekly', conditions: [] };
-    const metadata = { organisationId: 'a'.repeat(24), actor: 'bench' };
+    const organisationId = 'a'.repeat(24);
+    const metadata = { organisationId, actor: 'bench' };
+    // A real LeaderboardCreated, so the projection does its real work on it.
+    const created = (i: number) => ({
+      leaderboardId: i.toString(16).padStart(24, '0'),
+      organisationId,
+      name: 'Weekly XP',
+      description: null,
+      metricType: 'total-xp',
+      period: 'weekly',
+      startsAt: '2026-01-05T00:00:00.000Z',
+      expiresAt: null,
+      status: 'live',
+      conditions: [],
+      createdBy: 'bench',
+      createdAt: new Date().toISOString(),
+    });
 
     const reference = await measure('raw PostgreSQL insert (reference)', appends, (i) =>
       raw.query('insert into raw_events (event_id, stream, revision, type, data, metadata) values ($1, $2, 0, $3, $4, $5)', [
         randomUUID(),
         `leaderboard-${i}`,
         'LeaderboardCreated',
-        data,
+        created(i),
         metadata,
       ]),
     );
     const newStreams = await measure('append, new stream (no_stream)', appends, (i) =>
-      store.append(`leaderboard-${i}`, [{ type: 'LeaderboardCreated', data, metadata }], { expectedRevision: 'no_stream' }),
+      store.append(`leaderboard-${i}`, [{ type: 'LeaderboardCreated', data: created(i), metadata }], { expectedRevision: 'no_stream' }),
     );
     const hotStreams = await measure('append, existing stream (revision)', appends, async (i) => {
       const stream = `user-${i % 50}`;
@@ -112,6 +127,11 @@ async function main() {
     const projectionSeconds = (performance.now() - started) / 1000;
     await runner.stop();
     const projected = await store.countAfter(null);
+    const parked = await database.db
+      .selectFrom('projection_parked')
+      .select((eb) => eb.fn.countAll<string>().as('count'))
+      .executeTakeFirstOrThrow();
+    if (Number(parked.count) > 0) throw new Error(`${parked.count} events were parked: the benchmark's events are not what the projection expects`);
 
     const rows = [reference, newStreams, hotStreams].map((r) => ({
       benchmark: r.name,

@@ -72,6 +72,7 @@ const UNIQUE_VIOLATION = '23505';
 export class PostgresEventStore implements EventStore {
   private readonly signal = new AppendSignal();
   private unlisten: Promise<() => Promise<void>> | null = null;
+  private notifyPending = false;
 
   constructor(private readonly database: Database) {}
 
@@ -87,7 +88,7 @@ export class PostgresEventStore implements EventStore {
         throw error;
       });
       if (fast) {
-        this.signal.notify();
+        this.announce();
         return fast;
       }
     }
@@ -127,7 +128,7 @@ export class PostgresEventStore implements EventStore {
         returning transaction_id, global_position
       ),
       last as (select transaction_id, global_position from inserted order by global_position desc limit 1)
-      select claimed.revision, last.transaction_id::text as transaction_id, last.global_position, pg_notify(${APPENDED_CHANNEL}, '') as notified
+      select claimed.revision, last.transaction_id::text as transaction_id, last.global_position
       from claimed cross join last`.execute(this.db)
     ).rows[0];
     if (!row) return null;
@@ -144,8 +145,8 @@ export class PostgresEventStore implements EventStore {
     // retry finds them and answers with the original result.
     for (let attempt = 0; ; attempt++) {
       try {
-        const results = await this.db.transaction().execute((trx) => this.appendInTransaction(trx, prepared));
-        this.signal.notify();
+        const results = await this.db.transaction().execute((trx) => this.appendInTransaction(trx, prepared, { notify: false }));
+        this.announce();
         return results;
       } catch (error) {
         if (attempt < 3 && isUniqueViolation(error, 'es_events_event_id_key')) continue;
@@ -158,7 +159,7 @@ export class PostgresEventStore implements EventStore {
    * Appends inside a transaction the caller owns (read models written atomically with events, tests that
    * hold a transaction open). The caller commits; subscribers wake on the NOTIFY sent at commit.
    */
-  async appendInTransaction(trx: Kysely<any>, unprepared: StreamAppend[]): Promise<AppendResult[]> {
+  async appendInTransaction(trx: Kysely<any>, unprepared: StreamAppend[], options: { notify?: boolean } = {}): Promise<AppendResult[]> {
     const appends = withEventIds(unprepared);
     const known = await this.alreadyAppended(trx, appends);
     if (known) return known;
@@ -190,7 +191,7 @@ export class PostgresEventStore implements EventStore {
         position: formatPosition(BigInt(lastRow.transaction_id), BigInt(lastRow.global_position)),
       });
     }
-    await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
+    if (options.notify ?? true) await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
     return results;
   }
 
@@ -356,6 +357,21 @@ export class PostgresEventStore implements EventStore {
     this.unlisten = null;
     this.signal.notify();
     if (unlisten) await (await unlisten.catch(() => async () => undefined))();
+  }
+
+  /**
+   * Wakes subscribers after a committed append: this process's at once, other processes' through one
+   * NOTIFY per tick however many appends it covers. A NOTIFY inside each append would serialise commits
+   * (PostgreSQL queues notifications under one lock at commit); a wake-up is only a hint anyway.
+   */
+  private announce(): void {
+    this.signal.notify();
+    if (this.notifyPending) return;
+    this.notifyPending = true;
+    setImmediate(() => {
+      this.notifyPending = false;
+      sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(this.db).catch(() => undefined);
+    });
   }
 
   private ensureListening(): void {
