@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { Migrator, sql, type Kysely, type Migration } from 'kysely';
 import type { Database, DedicatedSession } from '../infra/database.ts';
@@ -251,6 +252,8 @@ export class ProjectionRunner {
   ) {}
 
   async start(): Promise<void> {
+    // Every worker listens for the stop (one per projection generation, and their sleeps): more than Node's default ten.
+    setMaxListeners(0, this.stopped.signal);
     await this.scan();
     this.timer = setInterval(() => void this.scan(), this.options.scanIntervalMs ?? 1000);
   }
