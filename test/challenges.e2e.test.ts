@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, asTenant, type Tenant } from './support/service.ts';
 
 const images = { primaryImageUrl: 'https://cdn.example.com/a.png', secondaryImageUrl: '' };
 const block = (title: string) => ({ title, description: `${title} description`, light: images, dark: images });
@@ -59,10 +59,10 @@ const valid = {
 
 describe('challenges over HTTP', () => {
   let t: TestService;
-  let acme: { organisationId: string; domain: string; token: string };
-  let beta: { organisationId: string; domain: string; token: string };
-  const asAcme = (extra: Record<string, string> = {}) => ({ host: acme.domain, headers: { 'x-api-token': acme.token, ...extra } });
-  const asBeta = (extra: Record<string, string> = {}) => ({ host: beta.domain, headers: { 'x-api-token': beta.token, ...extra } });
+  let acme: Tenant;
+  let beta: Tenant;
+  const asAcme = (extra: Record<string, string> = {}) => asTenant(acme, extra);
+  const asBeta = (extra: Record<string, string> = {}) => asTenant(beta, extra);
   const create = async (body: unknown = valid, as = asAcme()) => {
     const response = await t.request('POST', '/api/v2/admin/challenges', { ...as, body });
     expect(response.status, JSON.stringify(response.body)).toBe(201);

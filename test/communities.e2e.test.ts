@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, asTenant, type Tenant } from './support/service.ts';
 
 const details = {
   en: {
@@ -13,10 +13,10 @@ const valid = { name: 'Runners', description: 'All runners', details };
 
 describe('communities over HTTP', () => {
   let t: TestService;
-  let acme: { organisationId: string; domain: string; token: string };
-  let beta: { organisationId: string; domain: string; token: string };
-  const asAcme = (extra: Record<string, string> = {}) => ({ host: acme.domain, headers: { 'x-api-token': acme.token, ...extra } });
-  const asBeta = (extra: Record<string, string> = {}) => ({ host: beta.domain, headers: { 'x-api-token': beta.token, ...extra } });
+  let acme: Tenant;
+  let beta: Tenant;
+  const asAcme = (extra: Record<string, string> = {}) => asTenant(acme, extra);
+  const asBeta = (extra: Record<string, string> = {}) => asTenant(beta, extra);
 
   beforeAll(async () => {
     t = await startTestService();
@@ -201,10 +201,10 @@ describe('communities over HTTP', () => {
 
 describe('variable configs over HTTP', () => {
   let t: TestService;
-  let acme: { organisationId: string; domain: string; token: string };
-  let beta: { organisationId: string; domain: string; token: string };
-  const asAcme = (extra: Record<string, string> = {}) => ({ host: acme.domain, headers: { 'x-api-token': acme.token, ...extra } });
-  const asBeta = (extra: Record<string, string> = {}) => ({ host: beta.domain, headers: { 'x-api-token': beta.token, ...extra } });
+  let acme: Tenant;
+  let beta: Tenant;
+  const asAcme = (extra: Record<string, string> = {}) => asTenant(acme, extra);
+  const asBeta = (extra: Record<string, string> = {}) => asTenant(beta, extra);
 
   beforeAll(async () => {
     t = await startTestService();

@@ -4,9 +4,8 @@ import type { CustomEventLinkEvent } from '../domain/custom-event-link.ts';
 import { newId } from '../infra/ids.ts';
 import { linkSigningKey, linkToken } from '../infra/link-signing.ts';
 import { waitForProjections } from '../projectors/runtime.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, type Tenant } from './support/service.ts';
 
-type Tenant = { organisationId: string; domain: string; token: string };
 type Member = { id: string; externalUserId: string; userToken: string };
 const CREATE = '/api/v2/admin/events/custom/link';
 const REDEEM = '/api/v2/integration/events/custom/links/redeem';

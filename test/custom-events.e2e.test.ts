@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForProjections } from '../projectors/runtime.ts';
 import { externalUserIdStream } from '../command-api/users.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, type Tenant } from './support/service.ts';
 
-type Tenant = { organisationId: string; domain: string; token: string };
 const PATH = '/api/v2/admin/events/custom';
 
 describe('POST /events/custom over HTTP', () => {

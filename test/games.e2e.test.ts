@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, asTenant, type Tenant } from './support/service.ts';
 
 const none = { primaryImageUrl: '', secondaryImageUrl: '' };
 const rewardId = 'd'.repeat(24);
@@ -22,10 +22,10 @@ const prizes = {
 
 describe('game configs over HTTP', () => {
   let t: TestService;
-  let acme: { organisationId: string; domain: string; token: string };
-  let beta: { organisationId: string; domain: string; token: string };
-  const asAcme = (extra: Record<string, string> = {}) => ({ host: acme.domain, headers: { 'x-api-token': acme.token, ...extra } });
-  const asBeta = (extra: Record<string, string> = {}) => ({ host: beta.domain, headers: { 'x-api-token': beta.token, ...extra } });
+  let acme: Tenant;
+  let beta: Tenant;
+  const asAcme = (extra: Record<string, string> = {}) => asTenant(acme, extra);
+  const asBeta = (extra: Record<string, string> = {}) => asTenant(beta, extra);
   const create = async (body: unknown = valid) => {
     const response = await t.request('POST', '/api/v2/admin/games', { ...asAcme(), body });
     expect(response.status, JSON.stringify(response.body)).toBe(201);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, asTenant, type Tenant } from './support/service.ts';
 
 const valid = {
   name: 'Weekly XP',
@@ -24,8 +24,8 @@ const STATUSES = Object.keys(TRANSITIONS);
 describe('changing a leaderboard over HTTP (PATCH /leaderboards/{id})', () => {
   let t: TestService;
   let acme: { organisationId: string; domain: string; token: string; tokenId: string };
-  let beta: { organisationId: string; domain: string; token: string };
-  const asAcme = (extra: Record<string, string> = {}) => ({ host: acme.domain, headers: { 'x-api-token': acme.token, ...extra } });
+  let beta: Tenant;
+  const asAcme = (extra: Record<string, string> = {}) => asTenant(acme, extra);
   const path = (id: string) => `/api/v2/admin/leaderboards/${id}`;
 
   async function createLeaderboard(body: Record<string, unknown> = {}) {

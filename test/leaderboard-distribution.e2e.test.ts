@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, asTenant, type Tenant } from './support/service.ts';
 
 const leaderboard = {
   name: 'Weekly XP',
@@ -29,9 +29,9 @@ const rewards = [
 
 describe('leaderboard rank-range distributions over HTTP', () => {
   let t: TestService;
-  let acme: { organisationId: string; domain: string; token: string };
-  let beta: { organisationId: string; domain: string; token: string };
-  const asAcme = (extra: Record<string, string> = {}) => ({ host: acme.domain, headers: { 'x-api-token': acme.token, ...extra } });
+  let acme: Tenant;
+  let beta: Tenant;
+  const asAcme = (extra: Record<string, string> = {}) => asTenant(acme, extra);
   const distribution = (id: string) => `/api/v2/admin/leaderboards/${id}/distribution`;
   // Per stream: other slices' process managers append to other streams in the background.
   const streamOf = (id: string) => t.service.store.readStream(`leaderboard-${id}`);

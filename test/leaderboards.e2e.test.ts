@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, asTenant, type Tenant } from './support/service.ts';
 
 const valid = {
   name: 'Weekly XP',
@@ -17,9 +17,9 @@ const valid = {
 
 describe('leaderboards over HTTP', () => {
   let t: TestService;
-  let acme: { organisationId: string; domain: string; token: string };
-  let beta: { organisationId: string; domain: string; token: string };
-  const asAcme = (extra: Record<string, string> = {}) => ({ host: acme.domain, headers: { 'x-api-token': acme.token, ...extra } });
+  let acme: Tenant;
+  let beta: Tenant;
+  const asAcme = (extra: Record<string, string> = {}) => asTenant(acme, extra);
 
   beforeAll(async () => {
     t = await startTestService();

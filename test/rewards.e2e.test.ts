@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../infra/ids.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, type Tenant } from './support/service.ts';
 
 const community = 'aaaaaaaaaaaaaaaaaaaaaaaa';
 const otherCommunity = 'AAAAAAAAAAAAAAAAAAAAAAAB';
@@ -44,7 +44,7 @@ const asset = {
   expiresAt: '2099-06-30T00:00:00Z',
 };
 
-type Org = { organisationId: string; domain: string; token: string };
+type Org = Tenant;
 
 describe('rewards over HTTP', () => {
   let t: TestService;

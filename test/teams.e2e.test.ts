@@ -3,11 +3,11 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, type Tenant } from './support/service.ts';
 
 describe('team invitations', () => {
   let t: TestService;
-  let acme: { organisationId: string; domain: string; token: string };
+  let acme: Tenant;
   const sent: { to: string; text: string }[] = [];
   const capture = nodemailer.createTransport({
     name: 'capture',

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, type Tenant } from './support/service.ts';
 
 const none = { primaryImageUrl: '', secondaryImageUrl: '' };
 const block = (title: string) => ({ title, description: `${title}!`, light: none, dark: none });
@@ -29,7 +29,7 @@ const challenge = (details: Record<string, ReturnType<typeof block>>, extra: Rec
 
 describe('challenge templates over HTTP', () => {
   let t: TestService;
-  type Org = { organisationId: string; domain: string; token: string };
+  type Org = Tenant;
   let acme: Org;
   let beta: Org;
   let gamma: Org;

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projections } from '../projectors/index.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, type Tenant } from './support/service.ts';
 
 describe('tenancy and API tokens', () => {
   let t: TestService;
   let acme: { organisationId: string; domain: string; token: string; tokenId: string };
-  let beta: { organisationId: string; domain: string; token: string };
+  let beta: Tenant;
 
   beforeAll(async () => {
     t = await startTestService();

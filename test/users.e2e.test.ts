@@ -1,9 +1,8 @@
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { startTestService, type TestService, type Tenant } from './support/service.ts';
 
-type Tenant = { organisationId: string; domain: string; token: string };
 const TEAM_MEMBER_FIELDS = [
   'bio',
   'birthDay',

@@ -15,6 +15,14 @@ import { httpClient } from './http.ts';
 
 export const PLATFORM_DOMAIN = 'engage.test';
 
+/** An organisation as the tests use it: its id, its standard domain and an admin token. */
+export type Tenant = { organisationId: string; domain: string; token: string };
+
+/** Request options that speak as this organisation: its Host and its API token, plus any extra headers. */
+export function asTenant(tenant: Tenant, extra: Record<string, string> = {}) {
+  return { host: tenant.domain, headers: { 'x-api-token': tenant.token, ...extra } };
+}
+
 /**
  * The composed service on a fresh database of the real PostgreSQL server (PGlite only where no server
  * answers and REQUIRE_SERVICES is unset), listening on a free port, with helpers to set tenants up.
