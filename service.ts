@@ -38,10 +38,12 @@ import { meQueries } from './query-api/me.ts';
 import { teamQueries } from './query-api/teams.ts';
 import { userQueries } from './query-api/users.ts';
 import { rewardQueries } from './query-api/rewards.ts';
+import { standingsQueries } from './query-api/leaderboard-standings.ts';
 import { openRedis } from './infra/redis.ts';
 import { bullmqJobRunner, inProcessJobRunner, jobMigrations, type JobRunner, type JobRunnerOptions } from './infra/jobs.ts';
 import { jobHandlers, type OutsideWorld } from './command-api/jobs.ts';
 import type { Redis } from 'ioredis';
+import { systemClock, type Clock } from './infra/clock.ts';
 
 export interface Service extends ServiceContext {
   app: Express;
@@ -60,6 +62,8 @@ export interface ServiceOptions {
   jobOptions?: JobRunnerOptions;
   /** The DNS resolver and mail transport the job handlers use (tests inject their own). */
   outside?: OutsideWorld;
+  /** The time every command, decision and job uses (tests move their own). */
+  clock?: Clock;
 }
 
 /** Opens the stores, applies migrations, prepares the read models and composes the HTTP app. */
@@ -73,10 +77,11 @@ export async function openService(config: Config, logger: Logger, options: Servi
     await migrate(database.db);
     const store = await openEventStore(config, database);
     await prepareProjections(database.db, projections);
-    const ctx: ServiceContext = { config, database, store, logger };
+    const clock = options.clock ?? systemClock;
+    const ctx: ServiceContext = { config, database, store, logger, clock };
     const runner = new ProjectionRunner(database, store, projections, logger, options.runtime);
     if (options.projectors ?? true) await runner.start();
-    const jobOptions = { queueName: `engage-jobs-${databaseName(config)}`, ...options.jobOptions };
+    const jobOptions = { queueName: `engage-jobs-${databaseName(config)}`, now: () => clock.now(), ...options.jobOptions };
     const jobs = redis
       ? bullmqJobRunner(database.db, redis, jobHandlers(ctx, options.outside), logger, jobOptions)
       : inProcessJobRunner(database.db, jobHandlers(ctx, options.outside), logger, jobOptions);
@@ -141,6 +146,7 @@ async function runMigrations(db: Kysely<any>, migrations: Record<string, Migrati
 
 function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | null): Express {
   const app = createHttpApp(ctx.logger, ctx.config.bodyLimit);
+  app.locals.clock = ctx.clock;
   const db = ctx.database.db;
   app.use(healthRoutes(ctx, redis));
   app.use(consoleRouter(ctx, consoleSecret));
@@ -170,7 +176,7 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
   ];
   app.use('/api/v2/admin', admin.router(), requireApiToken(db, 'admin'), ...adminRoutes);
   const integration = new ApiDescription('integration', 'engage integration API', 'What end users see: their own records, signed in with a user token.');
-  const integrationRoutes = [meQueries(ctx, integration), customEventLinkRedemption(ctx, integration)];
+  const integrationRoutes = [meQueries(ctx, integration), customEventLinkRedemption(ctx, integration), standingsQueries(ctx, integration)];
   app.use('/api/v2/integration', integration.router(), requireApiToken(db, 'integration'), ...integrationRoutes);
   app.use('/api/v2/analytics', requireApiToken(db, 'analytics'));
   app.use(unknownRoute);

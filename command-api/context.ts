@@ -1,12 +1,14 @@
+import type { Clock } from '../infra/clock.ts';
 import type { Config } from '../infra/config.ts';
 import type { Database } from '../infra/database.ts';
 import type { EventStore } from '../infra/event-store/port.ts';
 import type { Logger } from '../infra/logging.ts';
 
-/** What command and query handlers are given: the stores, the configuration, a logger. */
+/** What command and query handlers are given: the stores, the configuration, a logger, the clock. */
 export interface ServiceContext {
   config: Config;
   database: Database;
   store: EventStore;
   logger: Logger;
+  clock: Clock;
 }

@@ -12,6 +12,7 @@ import { userTokenKey } from '../infra/user-tokens.ts';
 import { DOMAIN_VERIFICATION_JOB, type DomainVerificationJob } from '../projectors/domain-verification.ts';
 import { INVITATION_EMAIL_JOB } from '../projectors/invitations.ts';
 import type { ServiceContext } from './context.ts';
+import { engagementJobHandlers } from './engagement-jobs.ts';
 
 /** The outside world the handlers talk to; tests inject a map of TXT records and a capturing mail transport. */
 export interface OutsideWorld {
@@ -42,6 +43,7 @@ export function jobHandlers(ctx: ServiceContext, outside: OutsideWorld = {}): Re
   return {
     [DOMAIN_VERIFICATION_JOB]: (payload: DomainVerificationJob, job) => verifyDomain(ctx, resolveTxt, payload, job),
     [INVITATION_EMAIL_JOB]: (payload: { invitationId: string }, job) => emailInvitation(ctx, mailer, payload.invitationId, job),
+    ...engagementJobHandlers(ctx),
   };
 }
 
@@ -52,7 +54,7 @@ async function verifyDomain(ctx: ServiceContext, resolveTxt: TxtResolver, job: D
   if (!domain || domain.verificationToken !== job.verificationToken || domain.status === 'active' || domain.status === 'failed') return;
   const record: OrganisationCommand = {
     type: 'RecordDomainVerification',
-    data: { hostname: job.hostname, verificationToken: job.verificationToken, outcome: { verified: true }, now: new Date().toISOString() },
+    data: { hostname: job.hostname, verificationToken: job.verificationToken, outcome: { verified: true }, now: ctx.clock.now().toISOString() },
   };
   if (domain.status === 'pending') {
     const name = verificationRecordName(job.hostname);
@@ -86,7 +88,7 @@ async function emailInvitation(ctx: ServiceContext, mailer: Mailer, invitationId
     text: `You have been invited to join the team of ${organisation.name}.\n\nAccept the invitation: ${link}\n\nThe link works once and expires on ${expires}.\n`,
     html: `<p>You have been invited to join the team of ${escapeHtml(organisation.name)}.</p><p><a href="${escapeHtml(link)}">Accept the invitation</a></p><p>The link works once and expires on ${expires}.</p>`,
   });
-  const command: InvitationCommand = { type: 'RecordInvitationEmailed', data: { messageId: sent.messageId, now: new Date().toISOString() } };
+  const command: InvitationCommand = { type: 'RecordInvitationEmailed', data: { messageId: sent.messageId, now: ctx.clock.now().toISOString() } };
   await appendDecided(ctx, stream, invitationDecider, command, context.jobId, { organisationId: state.organisationId });
 }
 
@@ -94,7 +96,7 @@ async function emailInvitation(ctx: ServiceContext, mailer: Mailer, invitationId
  * Decide on fresh state and append with event ids derived from the job, so a job that runs again appends
  * nothing new (the decider also decides nothing once the outcome is recorded).
  */
-async function appendDecided<Command, Event extends DomainEvent, State>(
+export async function appendDecided<Command, Event extends DomainEvent, State>(
   ctx: ServiceContext,
   stream: string,
   decider: Decider<Command, Event, State>,
@@ -107,7 +109,7 @@ async function appendDecided<Command, Event extends DomainEvent, State>(
     const events = decider.decide(command, fold(decider, recorded.map(({ type, data }) => ({ type, data })) as Event[]));
     if (events.length === 0) return;
     const last = recorded[recorded.length - 1];
-    const stamped = { ...metadata, actor: `job:${jobId}`, causationId: jobId, correlationId: jobId, occurredAt: new Date().toISOString() };
+    const stamped = { ...metadata, actor: `job:${jobId}`, causationId: jobId, correlationId: jobId, occurredAt: ctx.clock.now().toISOString() };
     try {
       await ctx.store.append(
         stream,

@@ -22,7 +22,7 @@ export async function createOrganisation(ctx: ServiceContext, input: z.infer<typ
   const { token, prefix, secretHash } = generateApiToken();
   const tokenId = newId();
   const domain = standardDomain(input.slug, ctx.config.platformDomain);
-  const now = new Date().toISOString();
+  const now = ctx.clock.now().toISOString();
   const handled = await handleCommand(
     ctx.store,
     [
@@ -74,7 +74,7 @@ export async function issueToken(ctx: ServiceContext, input: z.infer<typeof issu
         decider: organisationDecider,
         command: {
           type: 'IssueApiToken',
-          data: { tokenId, name: input.name, prefix, secretHash, domain: input.domain, families: input.families, now: new Date().toISOString() },
+          data: { tokenId, name: input.name, prefix, secretHash, domain: input.domain, families: input.families, now: ctx.clock.now().toISOString() },
         },
       },
     ],
@@ -97,7 +97,7 @@ export async function revokeToken(ctx: ServiceContext, input: z.infer<typeof rev
       {
         stream: `organisation-${row.organisation_id}`,
         decider: organisationDecider,
-        command: { type: 'RevokeApiToken', data: { tokenId: input.tokenId, now: new Date().toISOString() } },
+        command: { type: 'RevokeApiToken', data: { tokenId: input.tokenId, now: ctx.clock.now().toISOString() } },
       },
     ],
     { ...metadata, organisationId: row.organisation_id },

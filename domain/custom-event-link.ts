@@ -25,14 +25,18 @@ export interface Redemption {
 
 export type CustomEventLinkEvent =
   | DomainEvent<'CustomEventLinkCreated', LinkRef & LinkDefinition & { expiresAt: string; createdBy: string; createdAt: string }>
-  | DomainEvent<'CustomEventLinkRedeemed', LinkRef & Redemption>;
+  | DomainEvent<'CustomEventLinkRedeemed', LinkRef & Redemption>
+  /** Recorded by the expiry job at `expiresAt`: read models stop offering the link; redemption was already refused by time. */
+  | DomainEvent<'CustomEventLinkExpired', LinkRef & { expiredAt: string }>;
 
 export type CustomEventLinkCommand =
   | { type: 'CreateCustomEventLink'; data: LinkRef & LinkDefinition & { expiryTime: number; actor: string; now: string } }
-  | { type: 'RedeemCustomEventLink'; data: LinkRef & Omit<Redemption, 'redeemedAt'> & { now: string } };
+  | { type: 'RedeemCustomEventLink'; data: LinkRef & Omit<Redemption, 'redeemedAt'> & { now: string } }
+  | { type: 'ExpireCustomEventLink'; data: LinkRef & { now: string } };
 
 export type CustomEventLinkState =
-  { exists: false } | ({ exists: true; expiresAt: string; createdAt: string; redemptions: Record<string, Redemption> } & LinkRef & LinkDefinition);
+  | { exists: false }
+  | ({ exists: true; expiresAt: string; createdAt: string; redemptions: Record<string, Redemption>; expired: boolean } & LinkRef & LinkDefinition);
 
 export type ExistingLink = Extract<CustomEventLinkState, { exists: true }>;
 
@@ -77,6 +81,14 @@ export const customEventLinkDecider: Decider<CustomEventLinkCommand, CustomEvent
           throw new DomainError('conflict', 'This single-use link was already used by another user');
         return [{ type: 'CustomEventLinkRedeemed', data: { linkId, organisationId, userId, externalUserId, eventId, redeemedAt: now } }];
       }
+
+      case 'ExpireCustomEventLink': {
+        const { linkId, organisationId, now } = command.data;
+        const link = existingLink(state, command.data);
+        if (link.expired) return [];
+        if (Date.parse(now) < Date.parse(link.expiresAt)) throw new DomainError('conflict', `The link expires at ${link.expiresAt}, not before`);
+        return [{ type: 'CustomEventLinkExpired', data: { linkId, organisationId, expiredAt: link.expiresAt } }];
+      }
     }
   },
 
@@ -84,13 +96,15 @@ export const customEventLinkDecider: Decider<CustomEventLinkCommand, CustomEvent
     switch (event.type) {
       case 'CustomEventLinkCreated': {
         const { createdBy: _createdBy, ...link } = event.data;
-        return { exists: true, ...link, redemptions: {} };
+        return { exists: true, ...link, redemptions: {}, expired: false };
       }
       case 'CustomEventLinkRedeemed': {
         if (!state.exists) return state;
         const { linkId: _linkId, organisationId: _organisationId, ...redemption } = event.data;
         return { ...state, redemptions: { ...state.redemptions, [redemption.userId]: redemption } };
       }
+      case 'CustomEventLinkExpired':
+        return state.exists ? { ...state, expired: true } : state;
     }
   },
 };

@@ -1,4 +1,5 @@
 import { DomainError, type Decider, type DomainEvent } from './decider.ts';
+import type { GiveawayDrawnEvent } from './engagement-events.ts';
 import { fromLocalised, type DetailsBlock, type LocalisedDetails } from './localised-details.ts';
 
 export const REWARD_KINDS = ['entries', 'asset'] as const;
@@ -15,6 +16,18 @@ export interface Redeemable {
   supportPhoneNumber: string | null;
   redeemByDate: string | null;
 }
+
+/** A redeemable with nothing to say: what an entries reward's winners get, and the default of an asset reward. */
+export const NO_REDEEMABLE: Redeemable = {
+  additionalInformation: [],
+  content: null,
+  instructions: null,
+  instructionsImageUrl: null,
+  supportUrl: null,
+  supportEmail: null,
+  supportPhoneNumber: null,
+  redeemByDate: null,
+};
 
 interface RewardCommon<Details> {
   communityId: string;
@@ -81,7 +94,8 @@ export type RewardEvent =
         firstCodeIndex: number | null;
         addedAt: string;
       }
-    >;
+    >
+  | GiveawayDrawnEvent;
 
 interface Actor {
   actor: string;
@@ -94,9 +108,11 @@ export type RewardCommand =
   | {
       type: 'AddAllocation';
       data: { rewardId: string; organisationId: string; allocationId: string; supply: number; amountToDistribute: number; now: string };
-    };
+    }
+  /** The draw's outcome is computed by the job (`drawWinners` with a fresh seed); the reward records it once. */
+  | { type: 'DrawGiveaway'; data: Omit<GiveawayDrawnEvent['data'], 'drawnAt' | 'communityId'> & { now: string } };
 
-export type RewardState = { exists: false } | { exists: true; reward: Reward; allocatedSupply: number };
+export type RewardState = { exists: false } | { exists: true; reward: Reward; allocatedSupply: number; drawn: boolean };
 
 /** A draw happens at `drawsAt`, so from then on it is due or done. */
 export function drawIsDueOrDone(drawsAt: string, now: string): boolean {
@@ -193,13 +209,23 @@ export const rewardDecider: Decider<RewardCommand, RewardEvent, RewardState> = {
           },
         ];
       }
+
+      case 'DrawGiveaway': {
+        const { now, ...draw } = command.data;
+        const current = existing(state, draw.rewardId, draw.organisationId);
+        if (current.drawn) return [];
+        const { reward } = current;
+        if (reward.kind !== 'entries') throw new DomainError('invalid', 'Only an entries reward is drawn');
+        if (!drawIsDueOrDone(reward.drawsAt, now)) throw new DomainError('conflict', `The draw is due at ${reward.drawsAt}`);
+        return [{ type: 'GiveawayDrawn', data: { ...draw, communityId: reward.communityId, drawnAt: now } }];
+      }
     }
   },
 
   evolve(state, event) {
     switch (event.type) {
       case 'RewardCreated':
-        return { exists: true, reward: rewardFromCreated(event.data), allocatedSupply: 0 };
+        return { exists: true, reward: rewardFromCreated(event.data), allocatedSupply: 0, drawn: false };
       case 'RewardUpdated': {
         if (!state.exists) return state;
         const { changes, updatedAt, updatedBy } = event.data;
@@ -210,6 +236,8 @@ export const rewardDecider: Decider<RewardCommand, RewardEvent, RewardState> = {
       case 'RewardAllocationAdded':
         if (!state.exists) return state;
         return { ...state, allocatedSupply: state.allocatedSupply + event.data.supply };
+      case 'GiveawayDrawn':
+        return state.exists ? { ...state, drawn: true } : state;
     }
   },
 };

@@ -215,8 +215,29 @@ export function zeroXp(): XpBreakdown {
   return { total: 0, knowledge: 0, creativity: 0, loyalty: 0, influence: 0, participation: 0, contribution: 0 };
 }
 
-/** The contract's team member record. Points, keys, XP and streaks stay zero until the engine that earns them exists. */
-export function teamMember(user: User): TeamMember {
+/** What a user has earned in one community (the engine's ledgers, as the `user_ledgers` read model keeps them). */
+export interface CommunityLedger {
+  communityId: string;
+  points: number;
+  xp: XpBreakdown;
+  challengesCompleted: number;
+  streak: { currentStreak: number; lastExtendedAt: string | null; longestStreak: number };
+}
+
+function sumXp(xps: XpBreakdown[]): XpBreakdown {
+  const total = zeroXp();
+  for (const xp of xps) for (const key of Object.keys(total) as (keyof XpBreakdown)[]) total[key] += xp[key];
+  return total;
+}
+
+/**
+ * The contract's team member record: the profile, plus points and XP summed over the user's communities
+ * and per-community data for each community the user belongs to or has earned in. Keys are not earned by
+ * anything yet (0); achievements count completed challenges.
+ */
+export function teamMember(user: User, ledgers: CommunityLedger[] = []): TeamMember {
+  const byCommunity = new Map(ledgers.map((ledger) => [ledger.communityId, ledger]));
+  const communityIds = [...user.communityIds, ...ledgers.map((ledger) => ledger.communityId).filter((id) => !user.communityIds.includes(id))];
   return {
     id: user.id,
     username: user.username,
@@ -232,24 +253,27 @@ export function teamMember(user: User): TeamMember {
     externalUserId: user.externalUserId,
     createdAt: user.createdAt,
     updatedAt: user.updatedAt,
-    points: 0,
+    points: ledgers.reduce((sum, ledger) => sum + ledger.points, 0),
     keys: 0,
-    xp: zeroXp(),
+    xp: sumXp(ledgers.map((ledger) => ledger.xp)),
     roles: user.roles,
     isAnonymous: user.isAnonymous,
     birthDay: user.birthDay,
     birthMonth: user.birthMonth,
     birthYear: user.birthYear,
     socialHandles: user.socialHandles,
-    communityData: user.communityIds.map((communityId) => ({
-      communityId,
-      streak: { currentStreak: 0, lastExtendedAt: null, longestStreak: 0 },
-      challengesCompleted: 0,
-      achievementsCompleted: 0,
-      points: 0,
-      xp: zeroXp(),
-      hasAcceptedRules: false,
-    })),
+    communityData: communityIds.map((communityId) => {
+      const ledger = byCommunity.get(communityId);
+      return {
+        communityId,
+        streak: ledger?.streak ?? { currentStreak: 0, lastExtendedAt: null, longestStreak: 0 },
+        challengesCompleted: ledger?.challengesCompleted ?? 0,
+        achievementsCompleted: ledger?.challengesCompleted ?? 0,
+        points: ledger?.points ?? 0,
+        xp: ledger?.xp ?? zeroXp(),
+        hasAcceptedRules: false,
+      };
+    }),
   };
 }
 

@@ -53,6 +53,7 @@ const environment = z.object({
     .transform((value) => (value === '' ? undefined : value))
     .refine((value) => value === undefined || value.length >= 32, { message: 'must be at least 32 characters' }),
   SMTP_URL: optionalUrl(['smtp', 'smtps']),
+  SETTLEMENT_DELAY_SECONDS: integer(60, 0, 86_400),
 });
 
 export interface Config {
@@ -73,6 +74,8 @@ export interface Config {
   userTokenSecret: string | undefined;
   /** Where invitation e-mails go (`smtp://user:pass@host:587`); without it they are written to the log instead. */
   smtpUrl: string | undefined;
+  /** How long after a leaderboard window ends, or a draw is due, late events still count before it is settled. */
+  settlementDelaySeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -108,5 +111,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: value.DATABASE_POOL_SIZE,
     userTokenSecret: value.USER_TOKEN_SECRET,
     smtpUrl: value.SMTP_URL,
+    settlementDelaySeconds: value.SETTLEMENT_DELAY_SECONDS,
   };
 }

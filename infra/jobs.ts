@@ -62,6 +62,14 @@ export async function scheduleJob(db: Kysely<any>, job: DueJob): Promise<void> {
     .execute();
 }
 
+/** Thrown by a handler that ran too early (a settlement delay, say): the job is due again at `until`, no attempt spent. */
+export class JobNotDueYet extends Error {
+  constructor(readonly until: Date) {
+    super(`not due until ${until.toISOString()}`);
+    this.name = 'JobNotDueYet';
+  }
+}
+
 export interface JobContext {
   jobId: string;
   attempt: number;
@@ -129,6 +137,10 @@ async function execute(db: Kysely<any>, handlers: Record<string, JobHandler>, ro
       .where('id', '=', row.id)
       .execute();
   } catch (error) {
+    if (error instanceof JobNotDueYet) {
+      await db.updateTable('scheduled_jobs').set({ due_at: error.until.toISOString(), locked_until: null }).where('id', '=', row.id).execute();
+      return;
+    }
     const failed = attempt >= options.maxAttempts;
     logger[failed ? 'error' : 'warn']({ err: error, jobId: row.id, kind: row.kind, attempt }, failed ? 'job failed for good' : 'job failed; will retry');
     await db

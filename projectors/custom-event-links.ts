@@ -5,7 +5,7 @@ import type { Projection } from './projection.ts';
 /** Custom event links of each organisation and who redeemed them. */
 export const customEventLinksProjection: Projection = {
   name: 'custom_event_links',
-  version: 1,
+  version: 2,
   tables: ['custom_event_links', 'custom_event_link_redemptions'],
   filter: { categories: ['link'] },
   migrations: {
@@ -45,10 +45,19 @@ export const customEventLinksProjection: Projection = {
           .execute();
       },
     },
+    '0002_link_expiry': {
+      async up(db) {
+        await db.schema.alterTable('custom_event_links').addColumn('expired_at', 'timestamptz').execute();
+      },
+    },
   },
 
   async apply(db, event) {
     const { type, data } = event as unknown as CustomEventLinkEvent;
+    if (type === 'CustomEventLinkExpired') {
+      await db.updateTable('custom_event_links').set({ expired_at: data.expiredAt }).where('id', '=', data.linkId).execute();
+      return;
+    }
     switch (type) {
       case 'CustomEventLinkCreated':
         await db

@@ -12,6 +12,10 @@ import { rewardsProjection } from './rewards.ts';
 import type { Projection } from './projection.ts';
 import { usersProjection } from './users.ts';
 import { variableConfigsProjection } from './variable-configs.ts';
+import { engagementEngine } from './engagement-engine.ts';
+import { engagementSchedule } from './engagement-schedule.ts';
+import { leaderboardStandingsProjection } from './leaderboard-standings.ts';
+import { userLedgersProjection } from './user-ledgers.ts';
 
 /** Every read model the service keeps. */
 export const projections: readonly Projection[] = [
@@ -28,4 +32,8 @@ export const projections: readonly Projection[] = [
   customEventLinksProjection,
   challengesProjection,
   gamesProjection,
+  engagementEngine,
+  engagementSchedule,
+  leaderboardStandingsProjection,
+  userLedgersProjection,
 ];

@@ -1,5 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
-import type { EventFilter, RecordedEvent } from '../infra/event-store/port.ts';
+import type { AppendResult, EventFilter, RecordedEvent, StreamAppend } from '../infra/event-store/port.ts';
 
 /**
  * A read model: its tables (created by its migrations) and the handler that folds events into them.
@@ -19,5 +19,15 @@ export interface Projection {
   readonly filter?: EventFilter;
   /** When an event keeps failing: park it and go on (default), or stop the projection. */
   readonly onFailure?: { attempts: number; then: 'park' | 'stop' };
-  apply(db: Kysely<any>, event: RecordedEvent): Promise<void>;
+  apply(db: Kysely<any>, event: RecordedEvent, context: ProjectionContext): Promise<void>;
+}
+
+/** What a process manager may do besides writing its tables. */
+export interface ProjectionContext {
+  /**
+   * Appends events as part of the batch: with the PostgreSQL store in the batch's own transaction, so the
+   * events and the checkpoint that consumed their cause commit together (exactly once). Other stores append
+   * at once; deterministic event ids then make a re-applied batch append nothing new.
+   */
+  append(appends: StreamAppend[]): Promise<AppendResult[]>;
 }

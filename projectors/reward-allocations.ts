@@ -1,13 +1,15 @@
+import { sql } from 'kysely';
 import type { AllocationEvent } from '../domain/allocation.ts';
+import type { AllocationDistributedEvent } from '../domain/engagement-events.ts';
 import type { Projection } from './projection.ts';
 
 /**
  * Reward allocations: each allocation's supply and what has been distributed from it, joined to
- * `rewards` on reward_id. `distributed` starts at 0; the distribution engine's events will move it.
+ * `rewards` on reward_id. `distributed` moves with the engine's hand-outs (`AllocationDistributed`).
  */
 export const rewardAllocationsProjection: Projection = {
   name: 'reward_allocations',
-  version: 1,
+  version: 2,
   tables: ['reward_allocations'],
   filter: { categories: ['allocation'] },
   migrations: {
@@ -35,7 +37,16 @@ export const rewardAllocationsProjection: Projection = {
   },
 
   async apply(db, event) {
-    const { type, data } = event as unknown as AllocationEvent;
+    const typed = event as unknown as AllocationEvent | AllocationDistributedEvent;
+    if (typed.type === 'AllocationDistributed') {
+      await db
+        .updateTable('reward_allocations')
+        .set({ distributed: sql`distributed + ${typed.data.amount}` })
+        .where('id', '=', typed.data.allocationId)
+        .execute();
+      return;
+    }
+    const { type, data } = typed;
     switch (type) {
       case 'AllocationCreated':
         await db

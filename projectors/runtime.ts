@@ -6,7 +6,8 @@ import type { Database, DedicatedSession } from '../infra/database.ts';
 import { quoteIdentifier } from '../infra/database.ts';
 import { isAtOrAfter, type EventStore, type Position, type RecordedEvent, type SubscriptionBatch } from '../infra/event-store/port.ts';
 import type { Logger } from '../infra/logging.ts';
-import type { Projection } from './projection.ts';
+import { PostgresEventStore } from '../infra/event-store/postgres.ts';
+import type { Projection, ProjectionContext } from './projection.ts';
 
 /**
  * The projector runtime (DESIGN §3). Each projection lives in generations: schemas `rm_<name>_g<n>` with
@@ -431,7 +432,8 @@ class GenerationWorker {
       await this.db.transaction().execute(async (trx) => {
         await this.advance(trx, from, batch.checkpoint);
         const scoped = trx.withSchema(this.schema);
-        for (const event of batch.events) await this.projection.apply(scoped, event);
+        const context = this.contextFor(trx);
+        for (const event of batch.events) await this.projection.apply(scoped, event, context);
         await this.options.onBatchApplied?.(this.projection.name, this.generation, batch);
       });
     } catch (error) {
@@ -440,6 +442,13 @@ class GenerationWorker {
       log.warn({ err: error }, 'batch failed; applying its events one by one');
       await this.applyOneByOne(batch, from, log);
     }
+  }
+
+  private contextFor(trx: Kysely<any>): ProjectionContext {
+    const store = this.store;
+    return {
+      append: (appends) => (store instanceof PostgresEventStore ? store.appendInTransaction(trx, appends) : store.appendMultiple(appends)),
+    };
   }
 
   private async applyOneByOne(batch: SubscriptionBatch, from: Position | null, log: Logger): Promise<void> {
@@ -451,7 +460,7 @@ class GenerationWorker {
         try {
           await this.db.transaction().execute(async (trx) => {
             await this.advance(trx, checkpoint, event.position);
-            await this.projection.apply(trx.withSchema(this.schema), event);
+            await this.projection.apply(trx.withSchema(this.schema), event, this.contextFor(trx));
           });
           lastError = undefined;
           break;

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { sql, type Kysely } from 'kysely';
-import { teamMember, type TeamMember } from '../domain/user.ts';
+import { teamMember, type CommunityLedger, type TeamMember } from '../domain/user.ts';
 import type { ServiceContext } from '../command-api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { pageOf } from '../infra/contract/common.ts';
@@ -76,38 +76,75 @@ export async function listTeamMembers(db: Kysely<any>, organisationId: string, f
     matching = matching.where((eb) => eb.or([eb('username_key', 'like', prefix), eb('display_name_key', 'like', prefix), eb('email_key', 'like', prefix)]));
   }
   const { rows, totalCount } = await newestFirst(matching, page);
-  return { totalCount, edges: rows.map(teamMemberFromRow) };
+  const ledgers = await ledgersOf(
+    db,
+    rows.map((row) => row.id as string),
+  );
+  return { totalCount, edges: rows.map((row) => teamMemberFromRow(row, ledgers.get(row.id) ?? [])) };
+}
+
+/** The users' community ledgers in one query, by user id. */
+async function ledgersOf(db: Kysely<any>, userIds: string[]): Promise<Map<string, CommunityLedger[]>> {
+  const byUser = new Map<string, CommunityLedger[]>();
+  if (userIds.length === 0) return byUser;
+  const rows = await db.selectFrom('user_ledgers').selectAll().where('user_id', 'in', userIds).orderBy('community_id').execute();
+  for (const row of rows) {
+    const xp = {
+      knowledge: row.xp_knowledge,
+      creativity: row.xp_creativity,
+      loyalty: row.xp_loyalty,
+      influence: row.xp_influence,
+      participation: row.xp_participation,
+      contribution: row.xp_contribution,
+    };
+    const ledger: CommunityLedger = {
+      communityId: row.community_id,
+      points: row.points,
+      xp: { total: Object.values(xp).reduce((sum, value) => sum + value, 0), ...xp },
+      challengesCompleted: row.challenges_completed,
+      streak: {
+        currentStreak: row.current_streak,
+        longestStreak: row.longest_streak,
+        lastExtendedAt: row.last_extended_at === null ? null : iso(row.last_extended_at),
+      },
+    };
+    byUser.set(row.user_id, [...(byUser.get(row.user_id) ?? []), ledger]);
+  }
+  return byUser;
 }
 
 export async function findTeamMember(db: Kysely<any>, organisationId: string, userId: string): Promise<TeamMember | null> {
   const row = await db.selectFrom('users').selectAll().where('organisation_id', '=', organisationId).where('id', '=', userId).executeTakeFirst();
-  return row ? teamMemberFromRow(row) : null;
+  return row ? teamMemberFromRow(row, (await ledgersOf(db, [userId])).get(userId) ?? []) : null;
 }
 
-function teamMemberFromRow(row: Record<string, any>): TeamMember {
-  return teamMember({
-    id: row.id,
-    organisationId: row.organisation_id,
-    externalUserId: row.external_user_id,
-    username: row.username,
-    displayName: row.display_name,
-    email: row.email,
-    emailVerifiedAt: row.email_verified_at === null ? null : iso(row.email_verified_at),
-    fullName: row.full_name,
-    parentEmail: row.parent_email,
-    locale: row.locale,
-    bio: row.bio,
-    profilePictureUrl: row.profile_picture_url,
-    roles: row.roles,
-    isAnonymous: row.is_anonymous,
-    birthDay: row.birth_day,
-    birthMonth: row.birth_month,
-    birthYear: row.birth_year,
-    socialHandles: row.social_handles,
-    communityIds: row.community_ids,
-    createdAt: iso(row.created_at),
-    updatedAt: iso(row.updated_at),
-  });
+function teamMemberFromRow(row: Record<string, any>, ledgers: CommunityLedger[]): TeamMember {
+  return teamMember(
+    {
+      id: row.id,
+      organisationId: row.organisation_id,
+      externalUserId: row.external_user_id,
+      username: row.username,
+      displayName: row.display_name,
+      email: row.email,
+      emailVerifiedAt: row.email_verified_at === null ? null : iso(row.email_verified_at),
+      fullName: row.full_name,
+      parentEmail: row.parent_email,
+      locale: row.locale,
+      bio: row.bio,
+      profilePictureUrl: row.profile_picture_url,
+      roles: row.roles,
+      isAnonymous: row.is_anonymous,
+      birthDay: row.birth_day,
+      birthMonth: row.birth_month,
+      birthYear: row.birth_year,
+      socialHandles: row.social_handles,
+      communityIds: row.community_ids,
+      createdAt: iso(row.created_at),
+      updatedAt: iso(row.updated_at),
+    },
+    ledgers,
+  );
 }
 
 function escapeLike(value: string): string {

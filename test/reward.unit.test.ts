@@ -237,6 +237,7 @@ describe('reward decider: evolve', () => {
     expect(state).toEqual({
       exists: true,
       allocatedSupply: 2,
+      drawn: false,
       reward: {
         id: ids.rewardId,
         organisationId: ids.organisationId,

@@ -2,6 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import { tenantOf } from '../auth.ts';
+import { clockOf } from '../clock.ts';
 import type { EventMetadata, Position } from '../event-store/port.ts';
 import { isPosition } from '../event-store/port.ts';
 import { waitForProjections } from '../../projectors/runtime.ts';
@@ -16,7 +17,7 @@ export function eventMetadata(req: Request, res: Response): EventMetadata {
     actor: tenant.tokenId,
     causationId: requestId,
     correlationId: req.get('x-correlation-id') ?? requestId,
-    occurredAt: new Date().toISOString(),
+    occurredAt: clockOf(req).now().toISOString(),
   };
 }
 

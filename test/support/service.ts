@@ -27,7 +27,7 @@ export function asTenant(tenant: Tenant, extra: Record<string, string> = {}) {
  * The composed service on a fresh database of the real PostgreSQL server (PGlite only where no server
  * answers and REQUIRE_SERVICES is unset), listening on a free port, with helpers to set tenants up.
  */
-export async function startTestService(options: Pick<ServiceOptions, 'outside' | 'jobs' | 'jobOptions'> = {}) {
+export async function startTestService(options: Pick<ServiceOptions, 'outside' | 'jobs' | 'jobOptions' | 'clock'> & { env?: Record<string, string> } = {}) {
   const server = await freshServerDatabase();
   await server?.database.close();
   const dataDir = mkdtempSync(join(tmpdir(), 'engage-test-'));
@@ -39,6 +39,7 @@ export async function startTestService(options: Pick<ServiceOptions, 'outside' |
     READ_YOUR_WRITES_TIMEOUT_MS: '10000',
     ...(server?.url ? { DATABASE_URL: server.url } : {}),
     ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
+    ...options.env,
   });
   const service: Service = await openService(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), { runtime: { scanIntervalMs: 100 }, ...options });
   const listener: Server = service.app.listen(0, '127.0.0.1');
@@ -51,20 +52,25 @@ export async function startTestService(options: Pick<ServiceOptions, 'outside' |
     issueToken: (input: Parameters<typeof issueToken>[1]) => issueToken(service, input, metadata),
     revokeToken: (tokenId: string) => revokeToken(service, { tokenId }, metadata),
     /**
-     * Resolves once every read model (and process manager) has seen every event committed so far. Reads the
-     * newest committed event itself: the store's `head()` stops short of transactions still open elsewhere.
+     * Resolves once every read model (and process manager) has seen every event committed so far, including
+     * what process managers appended meanwhile (the engine's facts): it waits again until the newest
+     * committed event stays the same. Reads that event itself: the store's `head()` stops short of
+     * transactions still open elsewhere.
      */
     async settle() {
-      const last = (
-        await sql<{ transaction_id: string; global_position: string }>`
-        select transaction_id::text as transaction_id, global_position from es_events order by transaction_id desc, global_position desc limit 1`.execute(
-          service.database.db,
-        )
-      ).rows[0];
-      if (!last) return;
-      const position = formatPosition(BigInt(last.transaction_id), BigInt(last.global_position));
+      const newest = async () => {
+        const last = (
+          await sql<{ transaction_id: string; global_position: string }>`
+          select transaction_id::text as transaction_id, global_position from es_events order by transaction_id desc, global_position desc limit 1`.execute(
+            service.database.db,
+          )
+        ).rows[0];
+        return last ? formatPosition(BigInt(last.transaction_id), BigInt(last.global_position)) : null;
+      };
       const names = projections.map((p) => p.name);
-      if (!(await waitForProjections(service.database.db, names, position, 20_000))) throw new Error('projections did not catch up');
+      for (let position = await newest(), previous = null; position !== null && position !== previous; previous = position, position = await newest()) {
+        if (!(await waitForProjections(service.database.db, names, position, 20_000))) throw new Error('projections did not catch up');
+      }
     },
     /**
      * Events committed so far, visible to readers or not: the store's own count stops at the oldest open

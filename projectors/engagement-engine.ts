@@ -1,0 +1,584 @@
+import { sql, type Kysely } from 'kysely';
+import { challengeDecider, type ChallengeEvent, type ChallengeRecord, type ChallengeState } from '../domain/challenge.ts';
+import type { CustomEventLoggedData } from '../domain/custom-event.ts';
+import type { DistributionEntry } from '../domain/distribution-entry.ts';
+import {
+  NO_PROGRESS,
+  NO_STREAK,
+  LEADERBOARD_XP_CATEGORY,
+  decideCustomEvent,
+  distributeEntry,
+  ledgerEvents,
+  type AllocationSupply,
+  type ChallengeProgress,
+  type StreakState,
+} from '../domain/engagement.ts';
+import type {
+  AllocationDistributedEvent,
+  EngagementEvent,
+  GiveawayDrawnEvent,
+  LeaderboardWindowEvent,
+  PayoutSource,
+  RewardAssetEvent,
+  RewardAssetGrant,
+} from '../domain/engagement-events.ts';
+import type { LeaderboardEvent, RankDistribution } from '../domain/leaderboard.ts';
+import { fromLocalised } from '../domain/localised-details.ts';
+import { NO_REDEEMABLE, type Redeemable, type RewardEvent } from '../domain/reward.ts';
+import type { AllocationEvent } from '../domain/allocation.ts';
+import type { DomainEvent } from '../domain/decider.ts';
+import type { NewEvent, RecordedEvent, StreamAppend } from '../infra/event-store/port.ts';
+import { idFrom, uuidFrom } from '../infra/ids.ts';
+import { createTimeZoneTable, recordTimeZone, timeZoneOf } from './organisation-time-zones.ts';
+import type { Projection, ProjectionContext } from './projection.ts';
+
+export const ENGINE_PROJECTION = 'engagement_engine';
+
+/** Each unit of an asset allocation is one asset, with an id derived from the unit: never granted twice. */
+export function assetIdOf(allocationId: string, unit: number): string {
+  return idFrom(`asset:${allocationId}:${unit}`);
+}
+
+/** The stream a leaderboard window's frozen standings go to: one per (leaderboard, window), so it closes once. */
+export function leaderboardWindowStream(leaderboardId: string, windowStart: string): string {
+  return `leaderboardwindow-${leaderboardId}-${Date.parse(windowStart)}`;
+}
+
+/**
+ * The engagement engine: a process manager that turns custom events into engagement facts (DESIGN §6),
+ * pays leaderboard rank rewards when a window closes, and grants giveaway winners their assets.
+ *
+ * It is the only writer of `AllocationDistributed`, and one runner at a time applies its batches (the
+ * runtime's lease and checkpoint compare-and-set), so its own table of allocations is the truth it decides
+ * on; it still appends at the allocation stream's revision, so even a rogue writer could not over-distribute.
+ * With the PostgreSQL store its events are appended in the batch's transaction: the facts and the checkpoint
+ * past their cause commit together, so nothing is decided twice or lost. Event ids derive from the cause, so
+ * applying a cause again (another store, a rebuild) appends nothing new.
+ */
+export const engagementEngine: Projection = {
+  name: ENGINE_PROJECTION,
+  version: 1,
+  tables: ['engine_reward_entries', 'engine_allocations'],
+  onFailure: { attempts: 5, then: 'park' },
+  filter: {
+    eventTypes: [
+      'OrganisationCreated',
+      'OrganisationSettingsChanged',
+      'ChallengeCreated',
+      'ChallengeUpdated',
+      'ActionDistributionAssigned',
+      'RewardCreated',
+      'RewardUpdated',
+      'RewardAllocationAdded',
+      'AllocationCreated',
+      'LeaderboardCreated',
+      'LeaderboardUpdated',
+      'LeaderboardRewardsAssigned',
+      'CustomEventLogged',
+      'LeaderboardWindowClosed',
+      'GiveawayDrawn',
+    ],
+  },
+  migrations: {
+    '0001_engine_state': {
+      async up(db) {
+        await createTimeZoneTable(db, 'engine_organisations');
+        await db.schema
+          .createTable('engine_challenges')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('community_id', 'text', (c) => c.notNull())
+          .addColumn('record', 'jsonb', (c) => c.notNull())
+          .execute();
+        await db.schema.createIndex('engine_challenges_by_community').on('engine_challenges').column('community_id').execute();
+        await db.schema
+          .createTable('engine_rewards')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('organisation_id', 'text', (c) => c.notNull())
+          .addColumn('community_id', 'text', (c) => c.notNull())
+          .addColumn('kind', 'text', (c) => c.notNull())
+          .addColumn('draws_at', 'text')
+          .addColumn('terms', 'jsonb', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('engine_allocations')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('reward_id', 'text', (c) => c.notNull())
+          .addColumn('supply', 'integer', (c) => c.notNull())
+          .addColumn('distributed', 'integer', (c) => c.notNull().defaultTo(0))
+          .addColumn('first_code_index', 'integer')
+          // The allocation stream's revision as the engine last wrote or read it; null: no stream yet.
+          .addColumn('revision', 'bigint')
+          .execute();
+        await db.schema
+          .createTable('engine_progress')
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('challenge_id', 'text', (c) => c.notNull())
+          .addColumn('state', 'jsonb', (c) => c.notNull())
+          .addPrimaryKeyConstraint('engine_progress_pk', ['user_id', 'challenge_id'])
+          .execute();
+        await db.schema
+          .createTable('engine_members')
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('community_id', 'text', (c) => c.notNull())
+          .addColumn('streak', 'jsonb', (c) => c.notNull())
+          .addColumn('last_active_at', 'timestamptz', (c) => c.notNull())
+          .addPrimaryKeyConstraint('engine_members_pk', ['user_id', 'community_id'])
+          .execute();
+        await db.schema
+          .createTable('engine_leaderboards')
+          .addColumn('id', 'text', (c) => c.primaryKey())
+          .addColumn('community_id', 'text')
+          .addColumn('rewards', 'jsonb', (c) => c.notNull())
+          .execute();
+        await db.schema
+          .createTable('engine_reward_entries')
+          .addColumn('reward_id', 'text', (c) => c.notNull())
+          .addColumn('user_id', 'text', (c) => c.notNull())
+          .addColumn('entries', 'integer', (c) => c.notNull())
+          .addPrimaryKeyConstraint('engine_reward_entries_pk', ['reward_id', 'user_id'])
+          .execute();
+      },
+    },
+  },
+
+  async apply(db, event, context) {
+    switch (event.type) {
+      case 'OrganisationCreated':
+      case 'OrganisationSettingsChanged':
+        return recordTimeZone(db, 'engine_organisations', event);
+      case 'ChallengeCreated':
+      case 'ChallengeUpdated':
+      case 'ActionDistributionAssigned':
+        return foldChallenge(db, event as unknown as ChallengeEvent);
+      case 'RewardCreated':
+      case 'RewardUpdated':
+        return foldReward(db, event as unknown as RewardEvent);
+      case 'RewardAllocationAdded': {
+        const { allocationId, rewardId, supply, firstCodeIndex } = (event as unknown as Extract<RewardEvent, { type: 'RewardAllocationAdded' }>).data;
+        await db
+          .insertInto('engine_allocations')
+          .values({ id: allocationId, reward_id: rewardId, supply, first_code_index: firstCodeIndex })
+          .onConflict((oc) => oc.column('id').doUpdateSet({ supply, first_code_index: firstCodeIndex }))
+          .execute();
+        return;
+      }
+      case 'AllocationCreated': {
+        const { allocationId, rewardId, supply } = (event as unknown as AllocationEvent).data;
+        const revision = event.revision.toString();
+        await db
+          .insertInto('engine_allocations')
+          .values({ id: allocationId, reward_id: rewardId, supply, revision })
+          .onConflict((oc) => oc.column('id').doUpdateSet({ supply, revision }))
+          .execute();
+        return;
+      }
+      case 'LeaderboardCreated':
+      case 'LeaderboardUpdated':
+      case 'LeaderboardRewardsAssigned':
+        return foldLeaderboard(db, event as unknown as LeaderboardEvent);
+      case 'CustomEventLogged':
+        return engageCustomEvent(db, event as RecordedEvent<'CustomEventLogged', CustomEventLoggedData>, context);
+      case 'LeaderboardWindowClosed':
+        return payRankRewards(db, event as RecordedEvent<'LeaderboardWindowClosed', LeaderboardWindowEvent['data']>, context);
+      case 'GiveawayDrawn':
+        return grantGiveawayAssets(db, event as RecordedEvent<'GiveawayDrawn', GiveawayDrawnEvent['data']>, context);
+    }
+  },
+};
+
+/** Allocations named by a distribution are known to the engine even when no reward allocation created them. */
+async function registerAllocations(db: Kysely<any>, entries: Pick<DistributionEntry, 'rewardsConfig'>[]): Promise<void> {
+  const rows = entries.flatMap((entry) => entry.rewardsConfig.allocations.map((a) => ({ id: a.id, reward_id: a.rewardId, supply: a.supply })));
+  if (rows.length > 0)
+    await db
+      .insertInto('engine_allocations')
+      .values(rows)
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+}
+
+async function foldChallenge(db: Kysely<any>, event: ChallengeEvent): Promise<void> {
+  const { challengeId } = event.data;
+  const row = await db.selectFrom('engine_challenges').select('record').where('id', '=', challengeId).executeTakeFirst();
+  const current: ChallengeState = row ? { exists: true, ...(row.record as ChallengeRecord) } : challengeDecider.initialState;
+  const next = challengeDecider.evolve(current, event);
+  if (!next.exists) return;
+  const { exists: _exists, ...record } = next;
+  await db
+    .insertInto('engine_challenges')
+    .values({ id: challengeId, community_id: record.communityId, record: JSON.stringify(record) })
+    .onConflict((oc) => oc.column('id').doUpdateSet({ record: JSON.stringify(record) }))
+    .execute();
+  await registerAllocations(
+    db,
+    record.actions.flatMap((action) => (action.distribution ? [action.distribution] : [])),
+  );
+}
+
+interface RewardTerms {
+  details: RewardAssetGrant['details'];
+  tags: string[];
+  campaigns: string[];
+  additionalCommunityIds: string[];
+  metadata: Record<string, unknown>;
+  redeemable: Redeemable;
+  codes: string[] | null;
+  expiresAt: string | null;
+}
+
+async function foldReward(db: Kysely<any>, event: RewardEvent): Promise<void> {
+  if (event.type === 'RewardCreated') {
+    const data = event.data;
+    const terms: RewardTerms = {
+      details: fromLocalised(data.details),
+      tags: data.tags,
+      campaigns: data.campaigns,
+      additionalCommunityIds: data.additionalCommunityIds,
+      metadata: data.metadata,
+      redeemable: data.kind === 'asset' ? data.redeemable : NO_REDEEMABLE,
+      codes: data.kind === 'asset' ? data.codes : null,
+      expiresAt: data.kind === 'asset' ? data.expiresAt : null,
+    };
+    await db
+      .insertInto('engine_rewards')
+      .values({
+        id: data.rewardId,
+        organisation_id: data.organisationId,
+        community_id: data.communityId,
+        kind: data.kind,
+        draws_at: data.kind === 'entries' ? data.drawsAt : null,
+        terms: JSON.stringify(terms),
+      })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+    return;
+  }
+  if (event.type !== 'RewardUpdated') return;
+  const row = await db.selectFrom('engine_rewards').select(['terms', 'draws_at']).where('id', '=', event.data.rewardId).executeTakeFirst();
+  if (!row) return;
+  const { details, tags, drawsAt, expiresAt } = event.data.changes;
+  const terms = row.terms as RewardTerms;
+  const next: RewardTerms = {
+    ...terms,
+    ...(details !== undefined ? { details: fromLocalised(details) } : {}),
+    ...(tags !== undefined ? { tags } : {}),
+    ...(expiresAt !== undefined ? { expiresAt } : {}),
+  };
+  await db
+    .updateTable('engine_rewards')
+    .set({ terms: JSON.stringify(next), draws_at: drawsAt ?? row.draws_at })
+    .where('id', '=', event.data.rewardId)
+    .execute();
+}
+
+async function foldLeaderboard(db: Kysely<any>, event: LeaderboardEvent): Promise<void> {
+  const { leaderboardId } = event.data;
+  const communityOf = (conditions: { type: string; communityId?: string }[]) => conditions.find((c) => c.type === 'community')?.communityId ?? null;
+  if (event.type === 'LeaderboardCreated') {
+    await db
+      .insertInto('engine_leaderboards')
+      .values({ id: leaderboardId, community_id: communityOf(event.data.conditions), rewards: JSON.stringify([]) })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+  } else if (event.type === 'LeaderboardUpdated' && event.data.changes.conditions !== undefined) {
+    await db
+      .updateTable('engine_leaderboards')
+      .set({ community_id: communityOf(event.data.changes.conditions) })
+      .where('id', '=', leaderboardId)
+      .execute();
+  } else if (event.type === 'LeaderboardRewardsAssigned') {
+    await db
+      .updateTable('engine_leaderboards')
+      .set({ rewards: JSON.stringify(event.data.rewards) })
+      .where('id', '=', leaderboardId)
+      .execute();
+    await registerAllocations(db, event.data.rewards);
+  }
+}
+
+interface AllocationRow {
+  id: string;
+  reward_id: string;
+  supply: number;
+  distributed: number;
+  first_code_index: number | null;
+  revision: string | null;
+  kind: 'entries' | 'asset';
+  draws_at: string | null;
+  organisation_id: string;
+  community_id: string;
+  terms: RewardTerms;
+}
+
+/** The allocations with these ids whose reward the engine knows, keyed by id. */
+async function loadAllocations(db: Kysely<any>, ids: string[]): Promise<Map<string, AllocationRow>> {
+  if (ids.length === 0) return new Map();
+  const rows = (await db
+    .selectFrom('engine_allocations as a')
+    .innerJoin('engine_rewards as r', 'r.id', 'a.reward_id')
+    .select([
+      'a.id',
+      'a.reward_id',
+      'a.supply',
+      'a.distributed',
+      'a.first_code_index',
+      'a.revision',
+      'r.kind',
+      'r.draws_at',
+      'r.organisation_id',
+      'r.community_id',
+      'r.terms',
+    ])
+    .where('a.id', 'in', [...new Set(ids)])
+    .execute()) as AllocationRow[];
+  return new Map(rows.map((row) => [row.id, row]));
+}
+
+function supplies(rows: Map<string, AllocationRow>): Map<string, AllocationSupply> {
+  return new Map(
+    [...rows.values()].map((row) => [
+      row.id,
+      { allocationId: row.id, rewardId: row.reward_id, rewardKind: row.kind, supply: row.supply, distributed: row.distributed, drawsAt: row.draws_at },
+    ]),
+  );
+}
+
+async function engageCustomEvent(db: Kysely<any>, cause: RecordedEvent<'CustomEventLogged', CustomEventLoggedData>, context: ProjectionContext): Promise<void> {
+  const event = cause.data;
+  const challenges = (await db.selectFrom('engine_challenges').select('record').where('community_id', '=', event.communityId).execute())
+    .map((row) => row.record as ChallengeRecord)
+    .filter((challenge) => challenge.organisationId === event.organisationId && challenge.actions.some((action) => action.key === event.name))
+    .sort((a, b) => (a.challengeId < b.challengeId ? -1 : 1));
+  const member = await db
+    .selectFrom('engine_members')
+    .select('streak')
+    .where('user_id', '=', event.userId)
+    .where('community_id', '=', event.communityId)
+    .executeTakeFirst();
+  const streak = (member?.streak as StreakState | undefined) ?? NO_STREAK;
+  await db
+    .insertInto('engine_members')
+    .values({ user_id: event.userId, community_id: event.communityId, streak: JSON.stringify(streak), last_active_at: event.occurredAt })
+    .onConflict((oc) =>
+      oc.columns(['user_id', 'community_id']).doUpdateSet({ last_active_at: sql`greatest(engine_members.last_active_at, excluded.last_active_at)` }),
+    )
+    .execute();
+  if (challenges.length === 0) return;
+
+  const progressRows = await db
+    .selectFrom('engine_progress')
+    .select(['challenge_id', 'state'])
+    .where('user_id', '=', event.userId)
+    .where(
+      'challenge_id',
+      'in',
+      challenges.map((challenge) => challenge.challengeId),
+    )
+    .execute();
+  const progress = new Map(progressRows.map((row) => [row.challenge_id as string, row.state as ChallengeProgress]));
+  const allocationIds = challenges.flatMap((challenge) => [
+    ...challenge.actions.flatMap((action) => action.distribution?.rewardsConfig.allocations.map((a) => a.id) ?? []),
+    ...challenge.rewardDistribution.rewardAllocations.map((a) => a.allocationId),
+  ]);
+  const rows = await loadAllocations(db, allocationIds);
+  const outcome = decideCustomEvent({
+    event,
+    timeZone: await timeZoneOf(db, 'engine_organisations', event.organisationId),
+    challenges,
+    progress,
+    allocations: supplies(rows),
+    streak,
+  });
+
+  await appendOutcome(db, context, cause, `engagement-${event.eventId}`, outcome.events, outcome.distributions, rows, event.eventId);
+  for (const [challengeId, state] of outcome.progress) {
+    if (state === progress.get(challengeId) && state !== NO_PROGRESS) continue;
+    await db
+      .insertInto('engine_progress')
+      .values({ user_id: event.userId, challenge_id: challengeId, state: JSON.stringify(state) })
+      .onConflict((oc) => oc.columns(['user_id', 'challenge_id']).doUpdateSet({ state: JSON.stringify(state) }))
+      .execute();
+  }
+  if (outcome.streak !== streak) {
+    await db
+      .updateTable('engine_members')
+      .set({ streak: JSON.stringify(outcome.streak) })
+      .where('user_id', '=', event.userId)
+      .where('community_id', '=', event.communityId)
+      .execute();
+  }
+}
+
+/**
+ * Appends what a cause decided, atomically: its facts on their own stream (`no_stream`: a cause is decided
+ * once), each allocation's hand-outs at the revision the engine holds, and one asset stream per asset
+ * unit. Then records the new supplies and the giveaway entries.
+ */
+async function appendOutcome(
+  db: Kysely<any>,
+  context: ProjectionContext,
+  cause: RecordedEvent,
+  stream: string,
+  facts: DomainEvent[],
+  distributions: AllocationDistributedEvent[],
+  allocations: Map<string, AllocationRow>,
+  eventSourceId: string,
+  grants: RewardAssetGrant[] = [],
+): Promise<void> {
+  if (facts.length === 0 && distributions.length === 0 && grants.length === 0) return;
+  const organisationId = (cause.data as { organisationId?: string }).organisationId ?? cause.metadata.organisationId;
+  const stamp = (streamName: string, index: number, event: DomainEvent, occurredAt: string): NewEvent => ({
+    id: uuidFrom(`engine:${cause.id}:${streamName}:${index}`),
+    type: event.type,
+    data: event.data,
+    metadata: { organisationId, actor: 'engine', causationId: cause.id, correlationId: cause.metadata.correlationId ?? cause.id, occurredAt },
+  });
+  const appends: StreamAppend[] = [];
+  if (facts.length > 0) {
+    appends.push({
+      stream,
+      expectedRevision: 'no_stream',
+      events: facts.map((fact, index) => stamp(stream, index, fact, (fact.data as { occurredAt: string }).occurredAt)),
+    });
+  }
+  const byAllocation = new Map<string, AllocationDistributedEvent[]>();
+  for (const distribution of distributions) {
+    byAllocation.set(distribution.data.allocationId, [...(byAllocation.get(distribution.data.allocationId) ?? []), distribution]);
+    const row = allocations.get(distribution.data.allocationId)!;
+    if (row.kind !== 'asset') continue;
+    for (let unit = distribution.data.firstUnit; unit < distribution.data.firstUnit + distribution.data.amount; unit++) {
+      grants.push({
+        ...pick(distribution.data),
+        assetId: assetIdOf(row.id, unit),
+        rewardId: row.reward_id,
+        allocationId: row.id,
+        eventSourceId,
+        ...assetTerms(row.terms),
+        code: row.first_code_index === null || row.terms.codes === null ? null : (row.terms.codes[row.first_code_index + unit] ?? null),
+      });
+    }
+  }
+  for (const [allocationId, handOuts] of byAllocation) {
+    const row = allocations.get(allocationId)!;
+    const allocationStream = `allocation-${allocationId}`;
+    appends.push({
+      stream: allocationStream,
+      expectedRevision: row.revision === null ? 'no_stream' : BigInt(row.revision),
+      events: handOuts.map((handOut, index) => stamp(allocationStream, index, handOut, handOut.data.occurredAt)),
+    });
+  }
+  for (const grant of grants) {
+    const assetStream = `rewardasset-${grant.assetId}`;
+    const granted: RewardAssetEvent = { type: 'RewardAssetGranted', data: grant };
+    appends.push({ stream: assetStream, expectedRevision: 'no_stream', events: [stamp(assetStream, 0, granted, grant.occurredAt)] });
+  }
+  const results = await context.append(appends);
+
+  for (const [allocationId, handOuts] of byAllocation) {
+    const result = results.find((candidate) => candidate.stream === `allocation-${allocationId}`)!;
+    const amount = handOuts.reduce((sum, handOut) => sum + handOut.data.amount, 0);
+    await db
+      .updateTable('engine_allocations')
+      .set({ distributed: sql`distributed + ${amount}`, revision: result.nextExpectedRevision.toString() })
+      .where('id', '=', allocationId)
+      .execute();
+    for (const handOut of handOuts) {
+      if (handOut.data.rewardKind !== 'entries') continue;
+      await db
+        .insertInto('engine_reward_entries')
+        .values({ reward_id: handOut.data.rewardId, user_id: handOut.data.userId, entries: handOut.data.amount })
+        .onConflict((oc) => oc.columns(['reward_id', 'user_id']).doUpdateSet({ entries: sql`engine_reward_entries.entries + excluded.entries` }))
+        .execute();
+    }
+  }
+}
+
+function pick(data: { organisationId: string; communityId: string; userId: string; occurredAt: string }) {
+  return { organisationId: data.organisationId, communityId: data.communityId, userId: data.userId, occurredAt: data.occurredAt };
+}
+
+function assetTerms(terms: RewardTerms) {
+  return {
+    details: terms.details,
+    tags: terms.tags,
+    campaigns: terms.campaigns,
+    additionalCommunityIds: terms.additionalCommunityIds,
+    metadata: terms.metadata,
+    redeemable: terms.redeemable,
+    expiresAt: terms.expiresAt,
+  };
+}
+
+/** Where a leaderboard pay-out lands: the leaderboard's community, else where the user was last active. */
+async function payoutCommunity(db: Kysely<any>, leaderboardCommunity: string | null, userId: string): Promise<string | null> {
+  if (leaderboardCommunity) return leaderboardCommunity;
+  const row = await db
+    .selectFrom('engine_members')
+    .select('community_id')
+    .where('user_id', '=', userId)
+    .orderBy('last_active_at', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+  return (row?.community_id as string | undefined) ?? null;
+}
+
+/** Rank rewards once per (leaderboard, window, user, tier): the window closes once, and this applies once. */
+async function payRankRewards(
+  db: Kysely<any>,
+  cause: RecordedEvent<'LeaderboardWindowClosed', LeaderboardWindowEvent['data']>,
+  context: ProjectionContext,
+): Promise<void> {
+  const closed = cause.data;
+  const leaderboard = await db.selectFrom('engine_leaderboards').select(['community_id', 'rewards']).where('id', '=', closed.leaderboardId).executeTakeFirst();
+  if (!leaderboard) return;
+  const tiers = leaderboard.rewards as RankDistribution[];
+  const rows = await loadAllocations(
+    db,
+    tiers.flatMap((tier) => tier.rewardsConfig.allocations.map((a) => a.id)),
+  );
+  const allocations = supplies(rows);
+  const facts: EngagementEvent[] = [];
+  const distributions: AllocationDistributedEvent[] = [];
+  for (const tier of tiers) {
+    for (const standing of closed.standings.filter((s) => s.rank >= tier.startRank && s.rank <= tier.endRank)) {
+      const communityId = await payoutCommunity(db, leaderboard.community_id as string | null, standing.userId);
+      if (!communityId) continue;
+      const who = { organisationId: closed.organisationId, communityId, userId: standing.userId, occurredAt: closed.windowEnd };
+      const source: PayoutSource = {
+        kind: 'leaderboard',
+        leaderboardId: closed.leaderboardId,
+        windowStart: closed.windowStart,
+        startRank: tier.startRank,
+        endRank: tier.endRank,
+        rank: standing.rank,
+      };
+      facts.push(...ledgerEvents(who, tier.pointsToDistribute, tier.bonusXpToDistribute, LEADERBOARD_XP_CATEGORY, source));
+      distributions.push(...distributeEntry(allocations, tier, who, source));
+    }
+  }
+  await appendOutcome(db, context, cause, `leaderboardpayout-${closed.leaderboardId}-${Date.parse(closed.windowStart)}`, facts, distributions, rows, cause.id);
+}
+
+async function grantGiveawayAssets(
+  db: Kysely<any>,
+  cause: RecordedEvent<'GiveawayDrawn', GiveawayDrawnEvent['data']>,
+  context: ProjectionContext,
+): Promise<void> {
+  const drawn = cause.data;
+  const reward = await db.selectFrom('engine_rewards').select(['terms']).where('id', '=', drawn.rewardId).executeTakeFirst();
+  if (!reward) return;
+  const terms = reward.terms as RewardTerms;
+  const grants: RewardAssetGrant[] = drawn.winners.map((winner) => ({
+    organisationId: drawn.organisationId,
+    communityId: drawn.communityId,
+    userId: winner.userId,
+    occurredAt: drawn.drawnAt,
+    assetId: winner.assetId,
+    rewardId: drawn.rewardId,
+    allocationId: null,
+    eventSourceId: cause.id,
+    ...assetTerms(terms),
+    code: null,
+  }));
+  await appendOutcome(db, context, cause, `giveaway-${drawn.rewardId}`, [], [], new Map(), cause.id, grants);
+}
