@@ -5,7 +5,10 @@
  *
  *   npm run bench                      # local PostgreSQL at 127.0.0.1:5432 (a scratch database)
  *   BENCH_DATABASE_URL=postgres://... npm run bench
- *   BENCH_APPENDS=5000 BENCH_CONCURRENCY=16 npm run bench
+ *   BENCH_APPENDS=5000 BENCH_CONCURRENCY=16 BENCH_ENGINE_EVENTS=5000 npm run bench
+ *
+ * The engine part logs custom events that each complete a one-action challenge (six facts each) and times
+ * the engine's catch-up against raw PostgreSQL writing the same rows in the same batches.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -14,11 +17,13 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { openPostgres } from '../infra/database.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
+import { engagementEngine } from '../projectors/engagement-engine.ts';
 import { leaderboardsProjection } from '../projectors/leaderboards.ts';
 import { ProjectionRunner, liveGeneration, prepareProjections } from '../projectors/runtime.ts';
 import { migrate } from '../service.ts';
 
 const appends = Number(process.env.BENCH_APPENDS ?? 3000);
+const engaged = Number(process.env.BENCH_ENGINE_EVENTS ?? 2000);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -133,6 +138,8 @@ async function main() {
       .executeTakeFirstOrThrow();
     if (Number(parked.count) > 0) throw new Error(`${parked.count} events were parked: the benchmark's events are not what the projection expects`);
 
+    const engine = await benchEngine(store, database, raw, organisationId);
+
     const rows = [reference, newStreams, hotStreams].map((r) => ({
       benchmark: r.name,
       'ops/s': r.perSecond.toFixed(0),
@@ -146,10 +153,15 @@ async function main() {
     console.log(
       `projection catch-up: ${projected} events scanned (${appends} leaderboards applied) in ${projectionSeconds.toFixed(2)} s = ${(projected / projectionSeconds).toFixed(0)} events/s\n`,
     );
+    console.table([
+      { benchmark: 'raw PostgreSQL, same rows and batches (reference)', 'events/s': engine.reference.toFixed(0), 'vs reference': '1.00' },
+      { benchmark: 'engine: custom events engaged', 'events/s': engine.engine.toFixed(0), 'vs reference': (engine.engine / engine.reference).toFixed(2) },
+    ]);
+    console.log(`engine: ${engaged} custom events, ${engine.facts} facts appended in ${engine.seconds.toFixed(2)} s\n`);
     mkdirSync('bench/results', { recursive: true });
     writeFileSync(
       `bench/results/event-store-${new Date().toISOString().replaceAll(':', '-')}.json`,
-      JSON.stringify({ appends, concurrency, results: [reference, newStreams, hotStreams], projectionSeconds, projected }, null, 2),
+      JSON.stringify({ appends, concurrency, results: [reference, newStreams, hotStreams], projectionSeconds, projected, engine }, null, 2),
     );
     await store.close();
   } finally {
@@ -158,6 +170,121 @@ async function main() {
     await admin.query(`drop database if exists ${name} with (force)`);
     await admin.end();
   }
+}
+
+/**
+ * The engine engaging custom events from the log (one runner, batches of 500, facts appended in the batch's
+ * transaction) against raw PostgreSQL doing the same durable work: per event six fact rows and a progress
+ * upsert, per batch one transaction and a checkpoint update.
+ */
+async function benchEngine(store: PostgresEventStore, database: Awaited<ReturnType<typeof openPostgres>>, raw: pg.Pool, organisationId: string) {
+  const communityId = 'c'.repeat(24);
+  const now = new Date().toISOString();
+  const details = [
+    {
+      language: 'en',
+      title: 'Visit',
+      description: '',
+      light: { primaryImageUrl: '', secondaryImageUrl: '' },
+      dark: { primaryImageUrl: '', secondaryImageUrl: '' },
+    },
+  ];
+  await store.append(`organisation-${organisationId}`, [
+    {
+      type: 'OrganisationCreated',
+      data: { organisationId, name: 'Bench', slug: 'bench', domain: 'bench.localhost', defaultLanguage: 'en', timezone: 'Europe/Paris', createdAt: now },
+    },
+  ]);
+  await store.append(`challenge-${'d'.repeat(24)}`, [
+    {
+      type: 'ChallengeCreated',
+      data: {
+        challengeId: 'd'.repeat(24),
+        organisationId,
+        communityId,
+        details,
+        actions: [{ actionId: 'e'.repeat(24), key: 'visit', category: 'participation', criteria: [], xp: 10, isSkippable: false, details, distribution: null }],
+        isLinear: false,
+        maxCompletionsPerPeriod: 1,
+        period: 'open',
+        startsAt: '2020-01-01T00:00:00.000Z',
+        expiresAt: '2100-01-01T00:00:00.000Z',
+        tags: [],
+        campaigns: [],
+        rewardDistribution: { points: 0, xp: 0, distributionEventId: 'f'.repeat(24), rewardAllocations: [], numberOfRewardsToReceive: 0 },
+        isGlobalTemplate: false,
+        availableAsTemplateForOrganisations: [],
+        featured: false,
+        unlockPrice: 0,
+        videoConfig: { videoUrl: '', isVideoEnabled: false },
+        createdBy: 'bench',
+        createdAt: now,
+      },
+    },
+  ]);
+  for (let start = 0; start < engaged; start += 500) {
+    await store.appendMultiple(
+      Array.from({ length: Math.min(500, engaged - start) }, (_, k) => {
+        const i = start + k;
+        const eventId = (0x10000000 + i).toString(16).padStart(24, '0');
+        const data = {
+          eventId,
+          organisationId,
+          communityId,
+          userId: i.toString(16).padStart(24, '0'),
+          externalUserId: `u${i}`,
+          name: 'visit',
+          payload: {},
+          nonce: null,
+          source: { type: 'api', tokenId: 'bench' },
+          occurredAt: now,
+        };
+        return {
+          stream: `customevent-${eventId}`,
+          events: [{ type: 'CustomEventLogged', data, metadata: { organisationId } }],
+          expectedRevision: 'no_stream' as const,
+        };
+      }),
+    );
+  }
+
+  await prepareProjections(database.db, [engagementEngine]);
+  const runner = new ProjectionRunner(database, store, [engagementEngine], pino({ level: 'silent' }), { batchSize: 500 });
+  const head = (await store.head())!.position;
+  const started = performance.now();
+  await runner.start();
+  while (((await liveGeneration(database.db, engagementEngine.name))?.checkpoint ?? '') < head) await new Promise((r) => setTimeout(r, 20));
+  const seconds = (performance.now() - started) / 1000;
+  await runner.stop();
+  const facts = Number((await raw.query(`select count(*) from es_events where stream_name like 'engagement-%'`)).rows[0].count);
+  if (facts !== engaged * 6) throw new Error(`the engine appended ${facts} facts, not ${engaged * 6}`);
+
+  await raw.query('create table raw_progress (user_id text, challenge_id text, state jsonb, primary key (user_id, challenge_id))');
+  await raw.query('create table raw_checkpoint (name text primary key, position bigint)');
+  await raw.query(`insert into raw_checkpoint values ('engine', 0)`);
+  const referenceStarted = performance.now();
+  for (let start = 0; start < engaged; start += 500) {
+    const client = await raw.connect();
+    try {
+      await client.query('begin');
+      await client.query('update raw_checkpoint set position = $1 where name = $2', [start, 'engine']);
+      for (let i = start; i < Math.min(engaged, start + 500); i++) {
+        const values = Array.from({ length: 6 }, (_, k) => `($${k * 3 + 1}, $${k * 3 + 2}, $${k * 3 + 3}, 'Fact', '{"userId":"u"}', '{}')`).join(', ');
+        const parameters = Array.from({ length: 6 }, (_, k) => [randomUUID(), `engagement-${i}`, k]).flat();
+        await client.query(`insert into raw_events (event_id, stream, revision, type, data, metadata) values ${values}`, parameters);
+        await client.query('insert into raw_progress values ($1, $2, $3) on conflict (user_id, challenge_id) do update set state = excluded.state', [
+          `u${i}`,
+          'c',
+          '{"run":1}',
+        ]);
+      }
+      await client.query('commit');
+    } finally {
+      client.release();
+    }
+  }
+  const referenceSeconds = (performance.now() - referenceStarted) / 1000;
+  return { engine: engaged / seconds, reference: engaged / referenceSeconds, seconds, facts };
 }
 
 await main();

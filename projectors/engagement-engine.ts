@@ -3,7 +3,6 @@ import { challengeDecider, type ChallengeEvent, type ChallengeRecord, type Chall
 import type { CustomEventLoggedData } from '../domain/custom-event.ts';
 import type { DistributionEntry } from '../domain/distribution-entry.ts';
 import {
-  NO_PROGRESS,
   NO_STREAK,
   LEADERBOARD_XP_CATEGORY,
   decideCustomEvent,
@@ -141,10 +140,26 @@ export const engagementEngine: Projection = {
     },
   },
 
+  async applyBatch(db, events, context) {
+    // Runs of custom events are engaged together; everything else in log order between them.
+    let run: LoggedEvent[] = [];
+    for (const event of events) {
+      if (event.type === 'CustomEventLogged') {
+        run.push(event as LoggedEvent);
+        continue;
+      }
+      if (run.length > 0) await engageCustomEvents(db, run, context);
+      run = [];
+      await engagementEngine.apply(db, event, context);
+    }
+    if (run.length > 0) await engageCustomEvents(db, run, context);
+  },
+
   async apply(db, event, context) {
     switch (event.type) {
       case 'OrganisationCreated':
       case 'OrganisationSettingsChanged':
+        batchCache(db).timeZones.clear();
         return recordTimeZone(db, 'engine_organisations', event);
       case 'ChallengeCreated':
       case 'ChallengeUpdated':
@@ -177,7 +192,7 @@ export const engagementEngine: Projection = {
       case 'LeaderboardRewardsAssigned':
         return foldLeaderboard(db, event as unknown as LeaderboardEvent);
       case 'CustomEventLogged':
-        return engageCustomEvent(db, event as RecordedEvent<'CustomEventLogged', CustomEventLoggedData>, context);
+        return engageCustomEvents(db, [event as LoggedEvent], context);
       case 'LeaderboardWindowClosed':
         return payRankRewards(db, event as RecordedEvent<'LeaderboardWindowClosed', LeaderboardWindowEvent['data']>, context);
       case 'GiveawayDrawn':
@@ -204,6 +219,7 @@ async function foldChallenge(db: Kysely<any>, event: ChallengeEvent): Promise<vo
   const next = challengeDecider.evolve(current, event);
   if (!next.exists) return;
   const { exists: _exists, ...record } = next;
+  batchCache(db).challenges.delete(record.communityId);
   await db
     .insertInto('engine_challenges')
     .values({ id: challengeId, community_id: record.communityId, record: JSON.stringify(record) })
@@ -343,150 +359,252 @@ function supplies(rows: Map<string, AllocationRow>): Map<string, AllocationSuppl
   );
 }
 
-async function engageCustomEvent(db: Kysely<any>, cause: RecordedEvent<'CustomEventLogged', CustomEventLoggedData>, context: ProjectionContext): Promise<void> {
-  const event = cause.data;
-  const challenges = (await db.selectFrom('engine_challenges').select('record').where('community_id', '=', event.communityId).execute())
-    .map((row) => row.record as ChallengeRecord)
-    .filter((challenge) => challenge.organisationId === event.organisationId && challenge.actions.some((action) => action.key === event.name))
-    .sort((a, b) => (a.challengeId < b.challengeId ? -1 : 1));
-  const member = await db
-    .selectFrom('engine_members')
-    .select('streak')
-    .where('user_id', '=', event.userId)
-    .where('community_id', '=', event.communityId)
-    .executeTakeFirst();
-  const streak = (member?.streak as StreakState | undefined) ?? NO_STREAK;
+/**
+ * What a batch reads again and again (a community's challenges, an organisation's time zone), kept for the
+ * batch's transaction only: the key is the batch's scoped Kysely, so a rolled-back batch takes its cache
+ * with it. The engine's own writes to these tables drop the entries they change.
+ */
+const batchCaches = new WeakMap<Kysely<any>, { challenges: Map<string, ChallengeRecord[]>; timeZones: Map<string, string> }>();
+
+function batchCache(db: Kysely<any>) {
+  let cache = batchCaches.get(db);
+  if (!cache) batchCaches.set(db, (cache = { challenges: new Map(), timeZones: new Map() }));
+  return cache;
+}
+
+async function challengesOf(db: Kysely<any>, communityId: string): Promise<ChallengeRecord[]> {
+  const cache = batchCache(db).challenges;
+  let challenges = cache.get(communityId);
+  if (!challenges) {
+    challenges = (await db.selectFrom('engine_challenges').select('record').where('community_id', '=', communityId).orderBy('id').execute()).map(
+      (row) => row.record as ChallengeRecord,
+    );
+    cache.set(communityId, challenges);
+  }
+  return challenges;
+}
+
+async function cachedTimeZone(db: Kysely<any>, organisationId: string): Promise<string> {
+  const cache = batchCache(db).timeZones;
+  let timeZone = cache.get(organisationId);
+  if (timeZone === undefined) cache.set(organisationId, (timeZone = await timeZoneOf(db, 'engine_organisations', organisationId)));
+  return timeZone;
+}
+
+type LoggedEvent = RecordedEvent<'CustomEventLogged', CustomEventLoggedData>;
+
+const pairKey = (a: string, b: string) => `${a} ${b}`;
+
+/** Rows whose (a, b) pair is one of these, in one query. */
+function pairIn(a: string, b: string, pairs: [string, string][]) {
+  return sql<boolean>`(${sql.ref(a)}, ${sql.ref(b)}) in (${sql.join(pairs.map(([x, y]) => sql`(${x}, ${y})`))})`;
+}
+
+/**
+ * Engages a run of custom events as one unit of work: the state they need is read in three queries, each
+ * is decided in log order against the state the earlier ones left (the same user twice in a run works),
+ * everything they cause is appended in one call, and the new state is written in bulk.
+ */
+async function engageCustomEvents(db: Kysely<any>, causes: LoggedEvent[], context: ProjectionContext): Promise<void> {
+  const plans: { cause: LoggedEvent; challenges: ChallengeRecord[] }[] = [];
+  for (const cause of causes) {
+    const { communityId, organisationId, name } = cause.data;
+    const challenges = (await challengesOf(db, communityId)).filter(
+      (challenge) => challenge.organisationId === organisationId && challenge.actions.some((action) => action.key === name),
+    );
+    plans.push({ cause, challenges });
+  }
+  const memberPairs = unique(causes.map((cause) => [cause.data.userId, cause.data.communityId] as [string, string]));
+  const progressPairs = unique(plans.flatMap(({ cause, challenges }) => challenges.map((c) => [cause.data.userId, c.challengeId] as [string, string])));
+  const [memberRows, progressRows, rows] = await Promise.all([
+    db
+      .selectFrom('engine_members')
+      .select(['user_id', 'community_id', 'streak', 'last_active_at'])
+      .where(pairIn('user_id', 'community_id', memberPairs))
+      .execute(),
+    progressPairs.length === 0
+      ? Promise.resolve([])
+      : db
+          .selectFrom('engine_progress')
+          .select(['user_id', 'challenge_id', 'state'])
+          .where(pairIn('user_id', 'challenge_id', progressPairs))
+          .execute(),
+    loadAllocations(
+      db,
+      plans.flatMap(({ challenges }) => challenges.flatMap(allocationIdsOf)),
+    ),
+  ]);
+  const members = new Map(
+    memberRows.map((row) => [
+      pairKey(row.user_id, row.community_id),
+      { streak: row.streak as StreakState, lastActiveAt: new Date(row.last_active_at).toISOString() },
+    ]),
+  );
+  const progress = new Map(progressRows.map((row) => [pairKey(row.user_id, row.challenge_id), row.state as ChallengeProgress]));
+  const changedProgress = new Set<string>();
+  let allocations = supplies(rows);
+  const outcome = new OutcomeAppends(rows);
+
+  for (const { cause, challenges } of plans) {
+    const event = cause.data;
+    const memberKey = pairKey(event.userId, event.communityId);
+    const member = members.get(memberKey);
+    let streak = member?.streak ?? NO_STREAK;
+    if (challenges.length > 0) {
+      const decided = decideCustomEvent({
+        event,
+        timeZone: await cachedTimeZone(db, event.organisationId),
+        challenges,
+        progress: new Map(
+          challenges.flatMap((c) => {
+            const state = progress.get(pairKey(event.userId, c.challengeId));
+            return state ? [[c.challengeId, state] as const] : [];
+          }),
+        ),
+        allocations,
+        streak,
+      });
+      allocations = decided.allocations;
+      streak = decided.streak;
+      for (const [challengeId, state] of decided.progress) {
+        const key = pairKey(event.userId, challengeId);
+        if (progress.get(key) === state) continue;
+        progress.set(key, state);
+        changedProgress.add(key);
+      }
+      outcome.add(cause, `engagement-${event.eventId}`, decided.events, decided.distributions, event.eventId);
+    }
+    const lastActiveAt = member && member.lastActiveAt > event.occurredAt ? member.lastActiveAt : event.occurredAt;
+    members.set(memberKey, { streak, lastActiveAt });
+  }
+
+  await outcome.appendAndRecord(db, context);
   await db
     .insertInto('engine_members')
-    .values({ user_id: event.userId, community_id: event.communityId, streak: JSON.stringify(streak), last_active_at: event.occurredAt })
-    .onConflict((oc) =>
-      oc.columns(['user_id', 'community_id']).doUpdateSet({ last_active_at: sql`greatest(engine_members.last_active_at, excluded.last_active_at)` }),
+    .values(
+      memberPairs.map(([userId, communityId]) => {
+        const member = members.get(pairKey(userId, communityId))!;
+        return { user_id: userId, community_id: communityId, streak: JSON.stringify(member.streak), last_active_at: member.lastActiveAt };
+      }),
     )
+    .onConflict((oc) => oc.columns(['user_id', 'community_id']).doUpdateSet({ streak: sql`excluded.streak`, last_active_at: sql`excluded.last_active_at` }))
     .execute();
-  if (challenges.length === 0) return;
-
-  const progressRows = await db
-    .selectFrom('engine_progress')
-    .select(['challenge_id', 'state'])
-    .where('user_id', '=', event.userId)
-    .where(
-      'challenge_id',
-      'in',
-      challenges.map((challenge) => challenge.challengeId),
-    )
-    .execute();
-  const progress = new Map(progressRows.map((row) => [row.challenge_id as string, row.state as ChallengeProgress]));
-  const allocationIds = challenges.flatMap((challenge) => [
-    ...challenge.actions.flatMap((action) => action.distribution?.rewardsConfig.allocations.map((a) => a.id) ?? []),
-    ...challenge.rewardDistribution.rewardAllocations.map((a) => a.allocationId),
-  ]);
-  const rows = await loadAllocations(db, allocationIds);
-  const outcome = decideCustomEvent({
-    event,
-    timeZone: await timeZoneOf(db, 'engine_organisations', event.organisationId),
-    challenges,
-    progress,
-    allocations: supplies(rows),
-    streak,
-  });
-
-  await appendOutcome(db, context, cause, `engagement-${event.eventId}`, outcome.events, outcome.distributions, rows, event.eventId);
-  for (const [challengeId, state] of outcome.progress) {
-    if (state === progress.get(challengeId) && state !== NO_PROGRESS) continue;
+  if (changedProgress.size > 0) {
     await db
       .insertInto('engine_progress')
-      .values({ user_id: event.userId, challenge_id: challengeId, state: JSON.stringify(state) })
-      .onConflict((oc) => oc.columns(['user_id', 'challenge_id']).doUpdateSet({ state: JSON.stringify(state) }))
-      .execute();
-  }
-  if (outcome.streak !== streak) {
-    await db
-      .updateTable('engine_members')
-      .set({ streak: JSON.stringify(outcome.streak) })
-      .where('user_id', '=', event.userId)
-      .where('community_id', '=', event.communityId)
+      .values(
+        [...changedProgress].map((key) => {
+          const [userId, challengeId] = key.split(' ') as [string, string];
+          return { user_id: userId, challenge_id: challengeId, state: JSON.stringify(progress.get(key)) };
+        }),
+      )
+      .onConflict((oc) => oc.columns(['user_id', 'challenge_id']).doUpdateSet({ state: sql`excluded.state` }))
       .execute();
   }
 }
 
+function allocationIdsOf(challenge: ChallengeRecord): string[] {
+  return [
+    ...challenge.actions.flatMap((action) => action.distribution?.rewardsConfig.allocations.map((a) => a.id) ?? []),
+    ...challenge.rewardDistribution.rewardAllocations.map((a) => a.allocationId),
+  ];
+}
+
+function unique(pairs: [string, string][]): [string, string][] {
+  return [...new Map(pairs.map((pair) => [pairKey(...pair), pair])).values()];
+}
+
 /**
- * Appends what a cause decided, atomically: its facts on their own stream (`no_stream`: a cause is decided
- * once), each allocation's hand-outs at the revision the engine holds, and one asset stream per asset
- * unit. Then records the new supplies and the giveaway entries.
+ * What causes decided, gathered for one atomic append: each cause's facts on its own stream (`no_stream`:
+ * a cause is decided once), each allocation's hand-outs (from every cause, in order) at the revision the
+ * engine holds, and one stream per asset unit. Then the new supplies and giveaway entries are recorded.
  */
-async function appendOutcome(
-  db: Kysely<any>,
-  context: ProjectionContext,
-  cause: RecordedEvent,
-  stream: string,
-  facts: DomainEvent[],
-  distributions: AllocationDistributedEvent[],
-  allocations: Map<string, AllocationRow>,
-  eventSourceId: string,
-  grants: RewardAssetGrant[] = [],
-): Promise<void> {
-  if (facts.length === 0 && distributions.length === 0 && grants.length === 0) return;
-  const organisationId = (cause.data as { organisationId?: string }).organisationId ?? cause.metadata.organisationId;
-  const stamp = (streamName: string, index: number, event: DomainEvent, occurredAt: string): NewEvent => ({
-    id: uuidFrom(`engine:${cause.id}:${streamName}:${index}`),
-    type: event.type,
-    data: event.data,
-    metadata: { organisationId, actor: 'engine', causationId: cause.id, correlationId: cause.metadata.correlationId ?? cause.id, occurredAt },
-  });
-  const appends: StreamAppend[] = [];
-  if (facts.length > 0) {
-    appends.push({
-      stream,
-      expectedRevision: 'no_stream',
-      events: facts.map((fact, index) => stamp(stream, index, fact, (fact.data as { occurredAt: string }).occurredAt)),
+class OutcomeAppends {
+  private readonly appends: StreamAppend[] = [];
+  private readonly handOuts = new Map<string, { events: NewEvent[]; facts: AllocationDistributedEvent[] }>();
+
+  constructor(private readonly allocations: Map<string, AllocationRow>) {}
+
+  add(
+    cause: RecordedEvent,
+    stream: string,
+    facts: DomainEvent[],
+    distributions: AllocationDistributedEvent[],
+    eventSourceId: string,
+    grants: RewardAssetGrant[] = [],
+  ) {
+    const organisationId = (cause.data as { organisationId?: string }).organisationId ?? cause.metadata.organisationId;
+    const stamp = (streamName: string, index: number, event: DomainEvent, occurredAt: string): NewEvent => ({
+      id: uuidFrom(`engine:${cause.id}:${streamName}:${index}`),
+      type: event.type,
+      data: event.data,
+      metadata: { organisationId, actor: 'engine', causationId: cause.id, correlationId: cause.metadata.correlationId ?? cause.id, occurredAt },
     });
-  }
-  const byAllocation = new Map<string, AllocationDistributedEvent[]>();
-  for (const distribution of distributions) {
-    byAllocation.set(distribution.data.allocationId, [...(byAllocation.get(distribution.data.allocationId) ?? []), distribution]);
-    const row = allocations.get(distribution.data.allocationId)!;
-    if (row.kind !== 'asset') continue;
-    for (let unit = distribution.data.firstUnit; unit < distribution.data.firstUnit + distribution.data.amount; unit++) {
-      grants.push({
-        ...pick(distribution.data),
-        assetId: assetIdOf(row.id, unit),
-        rewardId: row.reward_id,
-        allocationId: row.id,
-        eventSourceId,
-        ...assetTerms(row.terms),
-        code: row.first_code_index === null || row.terms.codes === null ? null : (row.terms.codes[row.first_code_index + unit] ?? null),
+    if (facts.length > 0) {
+      this.appends.push({
+        stream,
+        expectedRevision: 'no_stream',
+        events: facts.map((fact, index) => stamp(stream, index, fact, (fact.data as { occurredAt: string }).occurredAt)),
       });
     }
-  }
-  for (const [allocationId, handOuts] of byAllocation) {
-    const row = allocations.get(allocationId)!;
-    const allocationStream = `allocation-${allocationId}`;
-    appends.push({
-      stream: allocationStream,
-      expectedRevision: row.revision === null ? 'no_stream' : BigInt(row.revision),
-      events: handOuts.map((handOut, index) => stamp(allocationStream, index, handOut, handOut.data.occurredAt)),
+    const assets = [...grants];
+    distributions.forEach((distribution, index) => {
+      const row = this.allocations.get(distribution.data.allocationId)!;
+      const entry = this.handOuts.get(row.id) ?? { events: [], facts: [] };
+      entry.events.push(stamp(`allocation-${row.id}`, index, distribution, distribution.data.occurredAt));
+      entry.facts.push(distribution);
+      this.handOuts.set(row.id, entry);
+      if (row.kind !== 'asset') return;
+      for (let unit = distribution.data.firstUnit; unit < distribution.data.firstUnit + distribution.data.amount; unit++) {
+        assets.push({
+          ...pick(distribution.data),
+          assetId: assetIdOf(row.id, unit),
+          rewardId: row.reward_id,
+          allocationId: row.id,
+          eventSourceId,
+          ...assetTerms(row.terms),
+          code: row.first_code_index === null || row.terms.codes === null ? null : (row.terms.codes[row.first_code_index + unit] ?? null),
+        });
+      }
     });
+    for (const grant of assets) {
+      const assetStream = `rewardasset-${grant.assetId}`;
+      const granted: RewardAssetEvent = { type: 'RewardAssetGranted', data: grant };
+      this.appends.push({ stream: assetStream, expectedRevision: 'no_stream', events: [stamp(assetStream, 0, granted, grant.occurredAt)] });
+    }
   }
-  for (const grant of grants) {
-    const assetStream = `rewardasset-${grant.assetId}`;
-    const granted: RewardAssetEvent = { type: 'RewardAssetGranted', data: grant };
-    appends.push({ stream: assetStream, expectedRevision: 'no_stream', events: [stamp(assetStream, 0, granted, grant.occurredAt)] });
-  }
-  const results = await context.append(appends);
 
-  for (const [allocationId, handOuts] of byAllocation) {
-    const result = results.find((candidate) => candidate.stream === `allocation-${allocationId}`)!;
-    const amount = handOuts.reduce((sum, handOut) => sum + handOut.data.amount, 0);
-    await db
-      .updateTable('engine_allocations')
-      .set({ distributed: sql`distributed + ${amount}`, revision: result.nextExpectedRevision.toString() })
-      .where('id', '=', allocationId)
-      .execute();
-    for (const handOut of handOuts) {
-      if (handOut.data.rewardKind !== 'entries') continue;
+  async appendAndRecord(db: Kysely<any>, context: ProjectionContext): Promise<void> {
+    const allocationAppends: StreamAppend[] = [...this.handOuts].map(([allocationId, { events }]) => {
+      const revision = this.allocations.get(allocationId)!.revision;
+      return { stream: `allocation-${allocationId}`, expectedRevision: revision === null ? 'no_stream' : BigInt(revision), events };
+    });
+    const appends = [...this.appends, ...allocationAppends];
+    if (appends.length === 0) return;
+    const results = await context.append(appends);
+    for (const [allocationId, { facts }] of this.handOuts) {
+      const result = results.find((candidate) => candidate.stream === `allocation-${allocationId}`)!;
+      const amount = facts.reduce((sum, handOut) => sum + handOut.data.amount, 0);
+      await db
+        .updateTable('engine_allocations')
+        .set({ distributed: sql`distributed + ${amount}`, revision: result.nextExpectedRevision.toString() })
+        .where('id', '=', allocationId)
+        .execute();
+    }
+    const entries = new Map<string, { reward_id: string; user_id: string; entries: number }>();
+    for (const { facts } of this.handOuts.values()) {
+      for (const { data } of facts) {
+        if (data.rewardKind !== 'entries') continue;
+        const key = pairKey(data.rewardId, data.userId);
+        const row = entries.get(key) ?? { reward_id: data.rewardId, user_id: data.userId, entries: 0 };
+        row.entries += data.amount;
+        entries.set(key, row);
+      }
+    }
+    if (entries.size > 0) {
       await db
         .insertInto('engine_reward_entries')
-        .values({ reward_id: handOut.data.rewardId, user_id: handOut.data.userId, entries: handOut.data.amount })
+        .values([...entries.values()])
         .onConflict((oc) => oc.columns(['reward_id', 'user_id']).doUpdateSet({ entries: sql`engine_reward_entries.entries + excluded.entries` }))
         .execute();
     }
@@ -556,7 +674,9 @@ async function payRankRewards(
       distributions.push(...distributeEntry(allocations, tier, who, source));
     }
   }
-  await appendOutcome(db, context, cause, `leaderboardpayout-${closed.leaderboardId}-${Date.parse(closed.windowStart)}`, facts, distributions, rows, cause.id);
+  const outcome = new OutcomeAppends(rows);
+  outcome.add(cause, `leaderboardpayout-${closed.leaderboardId}-${Date.parse(closed.windowStart)}`, facts, distributions, cause.id);
+  await outcome.appendAndRecord(db, context);
 }
 
 async function grantGiveawayAssets(
@@ -580,5 +700,7 @@ async function grantGiveawayAssets(
     ...assetTerms(terms),
     code: null,
   }));
-  await appendOutcome(db, context, cause, `giveaway-${drawn.rewardId}`, [], [], new Map(), cause.id, grants);
+  const outcome = new OutcomeAppends(new Map());
+  outcome.add(cause, `giveaway-${drawn.rewardId}`, [], [], cause.id, grants);
+  await outcome.appendAndRecord(db, context);
 }

@@ -433,7 +433,8 @@ class GenerationWorker {
         await this.advance(trx, from, batch.checkpoint);
         const scoped = trx.withSchema(this.schema);
         const context = this.contextFor(trx);
-        for (const event of batch.events) await this.projection.apply(scoped, event, context);
+        if (this.projection.applyBatch) await this.projection.applyBatch(scoped, batch.events, context);
+        else for (const event of batch.events) await this.projection.apply(scoped, event, context);
         await this.options.onBatchApplied?.(this.projection.name, this.generation, batch);
       });
     } catch (error) {
@@ -446,8 +447,15 @@ class GenerationWorker {
 
   private contextFor(trx: Kysely<any>): ProjectionContext {
     const store = this.store;
+    // One NOTIFY per transaction is enough to wake the subscribers at commit.
+    let notified = false;
     return {
-      append: (appends) => (store instanceof PostgresEventStore ? store.appendInTransaction(trx, appends) : store.appendMultiple(appends)),
+      append: async (appends) => {
+        if (!(store instanceof PostgresEventStore)) return store.appendMultiple(appends);
+        const results = await store.appendInTransaction(trx, appends, { notify: !notified });
+        notified = true;
+        return results;
+      },
     };
   }
 

@@ -69,6 +69,9 @@ interface EventRow {
 
 const UNIQUE_VIOLATION = '23505';
 
+/** Rows per insert statement: six parameters each, well under PostgreSQL's 65,535. */
+const INSERT_CHUNK = 5000;
+
 export class PostgresEventStore implements EventStore {
   private readonly signal = new AppendSignal();
   private unlisten: Promise<() => Promise<void>> | null = null;
@@ -163,36 +166,67 @@ export class PostgresEventStore implements EventStore {
     const appends = withEventIds(unprepared);
     const known = await this.alreadyAppended(trx, appends);
     if (known) return known;
-    const results: AppendResult[] = [];
-    for (const append of appends) {
+    const lastRevisions = await this.claimNewStreams(trx, appends);
+    const results: AppendResult[] = new Array(appends.length);
+    const rows: Record<string, string | undefined>[] = [];
+    for (const [index, append] of appends.entries()) {
       if (append.events.length === 0) {
-        results.push(await this.emptyAppend(trx, append));
+        results[index] = await this.emptyAppend(trx, append);
         continue;
       }
-      const last = await this.claimRevisions(trx, append.stream, append.expectedRevision ?? 'any', append.events.length);
+      const last = lastRevisions.get(index) ?? (await this.claimRevisions(trx, append.stream, append.expectedRevision ?? 'any', append.events.length));
+      lastRevisions.set(index, last);
       const first = last - BigInt(append.events.length) + 1n;
-      const rows = append.events.map((event, index) => ({
-        stream_name: append.stream,
-        stream_revision: (first + BigInt(index)).toString(),
-        event_id: event.id,
-        event_type: event.type,
-        data: JSON.stringify(event.data ?? null),
-        metadata: JSON.stringify(event.metadata ?? {}),
-      }));
+      rows.push(
+        ...append.events.map((event, offset) => ({
+          stream_name: append.stream,
+          stream_revision: (first + BigInt(offset)).toString(),
+          event_id: event.id,
+          event_type: event.type,
+          data: JSON.stringify(event.data ?? null),
+          metadata: JSON.stringify(event.metadata ?? {}),
+        })),
+      );
+    }
+    // Every stream's events in as few statements as the parameter limit allows.
+    const positions = new Map<string, string>();
+    for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
       const inserted = await trx
         .insertInto('es_events')
-        .values(rows)
-        .returning([sql<string>`transaction_id::text`.as('transaction_id'), 'global_position'])
+        .values(rows.slice(start, start + INSERT_CHUNK))
+        .returning(['event_id', sql<string>`transaction_id::text`.as('transaction_id'), 'global_position'])
         .execute();
-      const lastRow = inserted[inserted.length - 1]!;
-      results.push({
-        stream: append.stream,
-        nextExpectedRevision: last,
-        position: formatPosition(BigInt(lastRow.transaction_id), BigInt(lastRow.global_position)),
-      });
+      for (const row of inserted) positions.set(row.event_id, formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)));
+    }
+    for (const [index, append] of appends.entries()) {
+      if (append.events.length === 0) continue;
+      results[index] = { stream: append.stream, nextExpectedRevision: lastRevisions.get(index)!, position: positions.get(append.events.at(-1)!.id!)! };
     }
     if (options.notify ?? true) await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
     return results;
+  }
+
+  /**
+   * The appends to streams that must not exist yet claim them all in one statement (a process manager appends
+   * hundreds at once); returns each one's last revision by index, or refuses like `claimRevisions`.
+   */
+  private async claimNewStreams(trx: Kysely<any>, appends: StreamAppend[]): Promise<Map<number, bigint>> {
+    const fresh = [...appends.entries()].filter(([, append]) => append.expectedRevision === 'no_stream' && append.events.length > 0);
+    const claims = new Map<number, bigint>();
+    if (fresh.length === 0) return claims;
+    const claimed = await trx
+      .insertInto('es_streams')
+      .values(fresh.map(([, append]) => ({ stream_name: append.stream, revision: (append.events.length - 1).toString() })))
+      .onConflict((oc) => oc.column('stream_name').doNothing())
+      .returning('stream_name')
+      .execute();
+    if (claimed.length !== fresh.length) {
+      const names = new Set(claimed.map((row) => row.stream_name as string));
+      const [, taken] = fresh.find(([, append]) => !names.has(append.stream)) ?? fresh[fresh.length - 1]!;
+      throw new WrongExpectedRevisionError(taken.stream, 'no_stream', await this.currentRevision(trx, taken.stream));
+    }
+    for (const [index, append] of fresh) claims.set(index, BigInt(append.events.length - 1));
+    return claims;
   }
 
   /** Idempotency: the same event ids appended again return the first append's result and write nothing. */
