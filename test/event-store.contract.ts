@@ -149,6 +149,23 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
         expect(seen.map((e) => e.revision)).toEqual([0n, 1n, 2n, 3n, 4n]);
       });
 
+      it('pages through events of many transactions each once and in order (positions whose numbers change length included)', async () => {
+        // 400 transactions: a fresh PGlite starts below transaction 1000, so this crosses 999 → 1000, where a
+        // textual order of transaction ids would deliver pages out of order and events twice.
+        const cat = category();
+        const start = (await store.head())?.position ?? null;
+        for (let i = 0; i < 400; i++) await store.append(`${cat}-${i % 7}`, [{ type: 'Happened', data: { n: i } }]);
+        const seen: number[] = [];
+        let after: Position | null = start;
+        for (;;) {
+          const page = await store.readAll({ after, limit: 25, filter: { categories: [cat] } });
+          seen.push(...page.events.map((event) => (event.data as { n: number }).n));
+          if (page.checkpoint) after = page.checkpoint;
+          if (page.isEnd) break;
+        }
+        expect(seen).toEqual(Array.from({ length: 400 }, (_, i) => i));
+      });
+
       it('filters by event type and by stream category, and its checkpoint moves past what it filtered out', async () => {
         const cat = category();
         const other = category();

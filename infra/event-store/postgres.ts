@@ -329,14 +329,15 @@ export class PostgresEventStore implements EventStore {
     const { filter } = options;
     const after = options.after ? parsePosition(options.after) : null;
     // One window of the log in order; rows outside the filter come back without their payload, so the
-    // checkpoint can move past them.
+    // checkpoint can move past them. The order names the table's columns: a bare `transaction_id` would
+    // be the text alias of the select list, and '1000' sorts before '999'.
     const rows = (
       await sql<EventRow>`
       select ${sql.join(eventColumns)}, ${matchesSql(filter)} as matches
       from es_events
       where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
         ${after ? sql`and (transaction_id, global_position) > (${after.major.toString()}::xid8, ${after.minor.toString()}::bigint)` : sql``}
-      order by transaction_id, global_position
+      order by es_events.transaction_id, es_events.global_position
       limit ${limit}`.execute(this.db)
     ).rows;
     const last = rows[rows.length - 1];
@@ -370,7 +371,7 @@ export class PostgresEventStore implements EventStore {
       await sql<{ transaction_id: string; global_position: string; created_at: Date }>`
       select transaction_id::text as transaction_id, global_position, created_at from es_events
       where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-      order by transaction_id desc, global_position desc limit 1`.execute(this.db)
+      order by es_events.transaction_id desc, es_events.global_position desc limit 1`.execute(this.db)
     ).rows[0];
     return row ? { position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)), createdAt: row.created_at } : null;
   }

@@ -61,7 +61,7 @@ export async function startTestService(options: Pick<ServiceOptions, 'outside' |
       const newest = async () => {
         const last = (
           await sql<{ transaction_id: string; global_position: string }>`
-          select transaction_id::text as transaction_id, global_position from es_events order by transaction_id desc, global_position desc limit 1`.execute(
+          select transaction_id::text as transaction_id, global_position from es_events order by es_events.transaction_id desc, es_events.global_position desc limit 1`.execute(
             service.database.db,
           )
         ).rows[0];
