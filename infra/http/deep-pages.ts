@@ -1,0 +1,59 @@
+import type { Kysely, SelectQueryBuilder } from 'kysely';
+import type { Pagination } from './pagination.ts';
+
+type Query = SelectQueryBuilder<any, any, object>;
+
+/** A list served newest first (`created_at desc, id desc`) from one table of a read model. */
+export interface DeepList {
+  table: string;
+  /** Narrows the table's rows to the list's. */
+  filter: (rows: Query) => Query;
+  /** The list's size from a counter the read model keeps beside it, when it has one. */
+  counted?: (db: Kysely<any>) => Promise<number>;
+}
+
+/**
+ * `newestFirst` for lists a client may page deep into (a log of events). The page's ids are picked from
+ * the (…, created_at desc, id desc) index alone, so a deep `skip` steps over index entries (an index-only
+ * scan) instead of fetching every skipped row; then only the page's rows are read, by primary key.
+ * With a counter, the total costs no scan either, and a page past the middle is read from the oldest end
+ * (the same rows, found by a shorter walk); counter and page are read in one snapshot, so they agree.
+ */
+export async function newestFirstDeep(db: Kysely<any>, list: DeepList, page: Pagination): Promise<{ rows: any[]; totalCount: number }> {
+  const { counted } = list;
+  if (!counted) {
+    const [rows, count] = await Promise.all([
+      pageRows(db, list, 'desc', page),
+      list
+        .filter(db.selectFrom(list.table))
+        .select((eb) => eb.fn.countAll<string>().as('count'))
+        .executeTakeFirstOrThrow(),
+    ]);
+    return { rows, totalCount: Number(count.count) };
+  }
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .execute(async (trx) => {
+      const totalCount = await counted(trx);
+      const end = Math.min(page.skip + page.limit, totalCount);
+      if (page.skip >= end) return { rows: [], totalCount };
+      // Newest-first positions [skip, end) are oldest-first positions [totalCount - end, totalCount - skip).
+      const fromOldest = totalCount - end < page.skip;
+      const rows = fromOldest
+        ? (await pageRows(trx, list, 'asc', { skip: totalCount - end, limit: end - page.skip })).reverse()
+        : await pageRows(trx, list, 'desc', page);
+      return { rows, totalCount };
+    });
+}
+
+function pageRows(db: Kysely<any>, list: DeepList, direction: 'asc' | 'desc', { limit, skip }: Pagination): Promise<any[]> {
+  const ids = list.filter(db.selectFrom(list.table)).select('id').orderBy('created_at', direction).orderBy('id', direction).limit(limit).offset(skip);
+  return db
+    .selectFrom(ids.as('page'))
+    .innerJoin(`${list.table} as row`, 'row.id', 'page.id')
+    .selectAll('row')
+    .orderBy('row.created_at', direction)
+    .orderBy('row.id', direction)
+    .execute();
+}
