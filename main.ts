@@ -3,11 +3,14 @@ import { ConfigError, loadConfig, type Config } from './infra/config.ts';
 import { createLogger } from './infra/logging.ts';
 import { removeServerFile, runningServer, writeServerFile } from './infra/server-file.ts';
 import { openService } from './service.ts';
+import { planFor, roleArgument } from './infra/roles.ts';
 
 async function main(): Promise<void> {
   let config: Config;
   try {
-    config = loadConfig();
+    // `--role=<role>` (the npm start:* scripts) wins over ROLE in the environment.
+    const role = roleArgument(process.argv.slice(2));
+    config = loadConfig(role === undefined ? process.env : { ...process.env, ROLE: role });
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);
@@ -15,7 +18,7 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel).child({ role: config.role });
   const embedded = !config.databaseUrl;
   if (embedded) {
     const other = runningServer(config.dataDir);
@@ -24,7 +27,7 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   }
-  const service = await openService(config, logger);
+  const service = await openService(config, logger, planFor(config.role));
   const server: Server = service.app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const address = server.address();

@@ -4,10 +4,27 @@ import { ZodError } from 'zod';
 import { API_FAMILIES } from '../domain/organisation.ts';
 import { ConfigError, loadConfig } from '../infra/config.ts';
 import { HttpError } from '../infra/http/errors.ts';
-import { ConsoleFailure, withConsole } from './console-client.ts';
+import { ConsoleFailure, withConsole, type ConsoleOptions } from './console-client.ts';
+import {
+  CliError,
+  driveIn,
+  jobsStatus,
+  parkedList,
+  parkedRetry,
+  parkedSkip,
+  printReplayResult,
+  projectionsRebuild,
+  projectionsStatus,
+  replay,
+  streamsList,
+  streamsRead,
+  type CliContext,
+} from './operations.ts';
 import { printRecord, printTable } from './output.ts';
 
-const program = new Command('engage').description('Operate the engage service: organisations, tokens, projections.').showHelpAfterError();
+const program = new Command('engage')
+  .description('Operate the engage service: organisations, tokens, streams and replays, projections, jobs.')
+  .showHelpAfterError();
 
 const org = program.command('org').description('organisations');
 org
@@ -54,7 +71,7 @@ program
   .description('apply pending schema migrations (event store, projector runtime, read models); start-up does the same')
   .option('--json', 'print as JSON')
   .action(async (options: { json?: boolean }) => {
-    const result = await run((call) => call('migrations.apply', {}));
+    const result = await run((call) => call('migrations.apply', {}), { projectors: false, jobs: false });
     if (options.json) return console.log(JSON.stringify(result));
     console.log(result.applied.length ? `Applied: ${result.applied.join(', ')}` : 'Event store and runtime schemas are up to date.');
     printTable(result.projections, ['name', 'generation', 'version', 'status']);
@@ -65,22 +82,168 @@ projectionsCommand
   .command('status')
   .description('checkpoint, lag and parked events per projection')
   .option('--json', 'print NDJSON, one projection a line')
-  .action(async (options: { json?: boolean }) => {
-    const rows = await run((call) => call('projections.status', {}));
-    if (options.json) return rows.forEach((row: unknown) => console.log(JSON.stringify(row)));
-    printTable(rows, ['name', 'generation', 'status', 'checkpoint', 'eventsBehind', 'secondsBehind', 'parked', 'lastError']);
+  .action((options: { json?: boolean }) => operate((ctx) => projectionsStatus(ctx, options)));
+projectionsCommand
+  .command('rebuild [names...]')
+  .description('blue/green: build new generations from the start of the log, swap each in once caught up; run again to resume')
+  .option('--all', 'every projection')
+  .option('--detach', 'start (or find) the building generations and return; the projector processes finish them')
+  .option('--json', 'print NDJSON, one projection a line')
+  .option('--no-progress', 'no progress bar')
+  .action((names: string[], options: { all?: boolean; detach?: boolean; json?: boolean; progress: boolean }) => {
+    if (Boolean(options.all) === names.length > 0) throw new CliError('name the projections to rebuild, or pass --all');
+    return operate(
+      async (ctx) => {
+        const result = await projectionsRebuild(ctx, { names, all: options.all, detach: options.detach, json: options.json });
+        if (result.interrupted) process.exitCode = 130;
+        else if (!result.complete && !options.detach) process.exitCode = 1;
+      },
+      { drive: true, progress: options.progress },
+    );
   });
+const parked = projectionsCommand.command('parked').description('events a projection parked after repeated failures');
+parked
+  .command('list')
+  .description('parked events of live and building generations, oldest first')
+  .option('--projection <name>', 'only this projection')
+  .option('--json', 'print NDJSON, one parked event a line')
+  .action((options: { projection?: string; json?: boolean }) => operate((ctx) => parkedList(ctx, { name: options.projection, json: options.json })));
+parked
+  .command('retry <id>')
+  .description('apply the parked event again; removed from the list when it succeeds, kept with the new error when not')
+  .option('--json', 'print as JSON')
+  .action((id: string, options: { json?: boolean }) => operate((ctx) => parkedRetry(ctx, parseId(id), options)));
+parked
+  .command('skip <id>')
+  .description('give up on the parked event: removed from the list, the projection stays past it')
+  .option('--json', 'print as JSON')
+  .action((id: string, options: { json?: boolean }) => operate((ctx) => parkedSkip(ctx, parseId(id), options)));
 
-async function run<T = any>(work: Parameters<typeof withConsole<T>>[1]): Promise<T> {
-  return withConsole(loadConfig(), work);
+const streams = program.command('streams').description('the event log, stream by stream');
+streams
+  .command('list')
+  .description('streams in name order: events, last revision, last event time')
+  .option('--category <category>', 'only streams of this category (the name up to its first "-")')
+  .option('--limit <n>', 'at most this many streams (0: all)', parseCount, 100)
+  .option('--json', 'print NDJSON, one stream a line')
+  .action((options: { category?: string; limit: number; json?: boolean }) => operate((ctx) => streamsList(ctx, options)));
+streams
+  .command('read <stream>')
+  .description("a stream's events in revision order")
+  .option('--from <revision>', 'first revision', parseCount, 0)
+  .option('--limit <n>', 'at most this many events (0: to the end)', parseCount, 0)
+  .option('--ndjson', 'print NDJSON, one event a line, payload in full')
+  .option('--json', 'same as --ndjson')
+  .action((stream: string, options: { from: number; limit: number; ndjson?: boolean; json?: boolean }) =>
+    operate((ctx) => streamsRead(ctx, stream, { from: options.from, limit: options.limit, ndjson: options.ndjson || options.json })),
+  );
+
+program
+  .command('replay')
+  .description('every event of the log that matches the filters, in log order, to an NDJSON or CSV file')
+  .requiredOption('--out <file>', 'file.ndjson or file.csv (or - for stdout, with --format)')
+  .addOption(new Option('--format <format>', 'default: from the file extension').choices(['ndjson', 'csv']))
+  .option('--organisation <id>', "only this organisation's events (metadata.organisationId)")
+  .option('--category <category>', 'only this stream category (repeatable)', collect, [])
+  .option('--type <type>', 'only this event type (repeatable)', collect, [])
+  .option('--from <time>', 'recorded at or after this time (ISO 8601)')
+  .option('--to <time>', 'recorded before this time (ISO 8601)')
+  .option('--after <position>', 'after this position (exclusive)')
+  .option('--until <position>', 'up to this position (inclusive)')
+  .option('--batch-size <n>', 'events scanned per page', parseCount, 500)
+  .option('--no-progress', 'no progress bar')
+  .action(
+    (options: {
+      out: string;
+      format?: 'ndjson' | 'csv';
+      organisation?: string;
+      category: string[];
+      type: string[];
+      from?: string;
+      to?: string;
+      after?: string;
+      until?: string;
+      batchSize: number;
+      progress: boolean;
+    }) =>
+      operate(
+        async (ctx) => {
+          const result = await replay(ctx, { ...options, categories: options.category, types: options.type });
+          printReplayResult(ctx, result);
+          if (result.interrupted) process.exitCode = 130;
+        },
+        { progress: options.progress },
+      ),
+  );
+
+program
+  .command('jobs')
+  .description('the job queue')
+  .command('status')
+  .description('jobs by kind and state, the oldest due job, recent failures')
+  .option('--json', 'print as JSON')
+  .action((options: { json?: boolean }) => operate((ctx) => jobsStatus(ctx, options)));
+
+async function run<T = any>(work: Parameters<typeof withConsole<T>>[1], options?: ConsoleOptions): Promise<T> {
+  return withConsole(loadConfig(), work, options);
 }
 
-program.parseAsync().catch((error: unknown) => {
-  if (error instanceof ConfigError) console.error(error.message);
-  else if (error instanceof ConsoleFailure || error instanceof HttpError) {
-    console.error(`engage: ${error.message}`);
-    for (const issue of (error as ConsoleFailure).issues ?? []) console.error(`  - ${issue.message}`);
-  } else if (error instanceof ZodError) console.error(`engage: ${error.issues.map((issue) => issue.message).join('; ')}`);
-  else console.error(error);
-  process.exit(1);
-});
+/**
+ * Runs an analyst or operator command: reads only, so a process that opens the database itself runs no
+ * projectors or jobs, except the projections a rebuild drives (`drive`). Ctrl-C asks the command to stop
+ * cleanly (a second Ctrl-C exits at once).
+ */
+async function operate(work: (ctx: CliContext) => Promise<unknown>, options: { drive?: boolean; progress?: boolean } = {}): Promise<void> {
+  const controller = new AbortController();
+  const interrupt = () => {
+    if (controller.signal.aborted) process.exit(130);
+    controller.abort();
+  };
+  process.on('SIGINT', interrupt);
+  try {
+    await run(
+      (call, local) =>
+        work({
+          run: call,
+          out: process.stdout,
+          err: process.stderr,
+          progress: (options.progress ?? true) && process.stderr.isTTY,
+          drive: options.drive && local ? driveIn(local) : undefined,
+          signal: controller.signal,
+        }),
+      { projectors: false, jobs: false },
+    );
+  } finally {
+    process.off('SIGINT', interrupt);
+  }
+}
+
+function parseCount(value: string): number {
+  if (!/^\d+$/.test(value)) throw new CliError(`not a whole number: ${value}`);
+  return Number(value);
+}
+
+function parseId(value: string): number {
+  if (!/^[1-9]\d*$/.test(value)) throw new CliError(`not a parked event id: ${value}`);
+  return Number(value);
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+// Exit once the command is done, even if a client library keeps a connection open (BullMQ leaves the
+// Redis connections it is handed open after close).
+program
+  .parseAsync()
+  .then(() => process.exit(process.exitCode ?? 0))
+  .catch((error: unknown) => {
+    if (error instanceof ConfigError) console.error(error.message);
+    else if (error instanceof CliError) console.error(`engage: ${error.message}`);
+    else if (error instanceof ConsoleFailure || error instanceof HttpError) {
+      console.error(`engage: ${error.message}`);
+      for (const issue of (error as ConsoleFailure).issues ?? []) console.error(`  - ${issue.message}`);
+    } else if (error instanceof ZodError) console.error(`engage: ${error.issues.map((issue) => issue.message).join('; ')}`);
+    else console.error(error);
+    process.exit(1);
+  });

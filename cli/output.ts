@@ -1,11 +1,16 @@
+/** Where a line of output goes: stdout unless a caller (a test, a command writing elsewhere) says otherwise. */
+export type WriteLine = (line: string) => void;
+
+const stdoutLine: WriteLine = (line) => console.log(line);
+
 /** Human output of the CLI: a two-column record or an aligned table; machine output is JSON / NDJSON. */
-export function printRecord(record: Record<string, unknown>): void {
+export function printRecord(record: Record<string, unknown>, write: WriteLine = stdoutLine): void {
   const width = Math.max(...Object.keys(record).map((key) => key.length));
-  for (const [key, value] of Object.entries(record)) console.log(`${key.padEnd(width)}  ${format(value)}`);
+  for (const [key, value] of Object.entries(record)) write(`${key.padEnd(width)}  ${format(value)}`);
 }
 
-export function printTable(rows: Record<string, unknown>[], columns: string[]): void {
-  if (rows.length === 0) return console.log('(none)');
+export function printTable(rows: Record<string, unknown>[], columns: string[], write: WriteLine = stdoutLine): void {
+  if (rows.length === 0) return write('(none)');
   const cells = rows.map((row) => columns.map((column) => format(row[column])));
   const widths = columns.map((column, i) => Math.max(column.length, ...cells.map((line) => line[i]!.length)));
   const line = (values: string[]) =>
@@ -13,9 +18,9 @@ export function printTable(rows: Record<string, unknown>[], columns: string[]): 
       .map((value, i) => value.padEnd(widths[i]!))
       .join('  ')
       .trimEnd();
-  console.log(line(columns));
-  console.log(line(widths.map((width) => '-'.repeat(width))));
-  for (const row of cells) console.log(line(row));
+  write(line(columns));
+  write(line(widths.map((width) => '-'.repeat(width))));
+  for (const row of cells) write(line(row));
 }
 
 function format(value: unknown): string {

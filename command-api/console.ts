@@ -5,7 +5,20 @@ import { forbidden, notFound } from '../infra/http/errors.ts';
 import { parse } from '../infra/http/request-context.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { projections } from '../projectors/index.ts';
-import { prepareProjections, projectionStatus, startRebuild } from '../projectors/runtime.ts';
+import { prepareProjections, projectionStatus } from '../projectors/runtime.ts';
+import { listParked, rebuildProgress, requestRebuild, retryParked, skipParked } from '../projectors/maintenance.ts';
+import {
+  countLog,
+  countLogInput,
+  listStreams,
+  listStreamsInput,
+  readLogInput,
+  readLogPage,
+  readStreamInput,
+  readStreamPage,
+} from '../infra/event-store/browse.ts';
+import { jobsStatus } from '../infra/job-status.ts';
+import { underStartupLock } from '../infra/startup-lock.ts';
 import { migrate } from '../service.ts';
 import type { ServiceContext } from './context.ts';
 import { createOrganisation, createOrganisationInput, issueToken, issueTokenInput, revokeToken, revokeTokenInput } from './organisations.ts';
@@ -28,22 +41,50 @@ export const consoleOperations = {
   'migrations.apply': operation({
     input: z.object({}),
     async run(ctx) {
-      const applied = await migrate(ctx.database.db);
-      await prepareProjections(ctx.database.db, projections);
+      const applied = await underStartupLock(ctx.database, async () => {
+        const names = await migrate(ctx.database.db);
+        await prepareProjections(ctx.database.db, projections);
+        return names;
+      });
       const generations = await projectionStatus(ctx.database.db, ctx.store);
       return { applied, projections: generations.map(({ name, generation, version, status }) => ({ name, generation, version, status })) };
     },
   }),
   'projections.status': operation({ input: z.object({}), run: (ctx) => projectionStatus(ctx.database.db, ctx.store) }),
+  /** Starts a blue/green rebuild of each projection, or finds the one under way (`resumed: true`). */
   'projections.rebuild': operation({
-    input: z.object({ names: z.array(z.string()).min(1) }),
+    input: z
+      .object({ names: z.array(z.string()).default([]), all: z.boolean().default(false) })
+      .refine((input) => input.all !== input.names.length > 0, 'name the projections to rebuild, or ask for all of them'),
     async run(ctx, input) {
-      const chosen = input.names.map((name) => projections.find((p) => p.name === name) ?? notFoundProjection(name));
-      return Promise.all(
-        chosen.map(async (projection) => ({ name: projection.name, generation: (await startRebuild(ctx.database.db, projection)).generation })),
-      );
+      const chosen = input.all ? projections : input.names.map((name) => projections.find((p) => p.name === name) ?? notFoundProjection(name));
+      const started = [];
+      for (const projection of chosen) started.push(await requestRebuild(ctx.database.db, projection));
+      return started;
     },
   }),
+  'projections.progress': operation({
+    input: z.object({ targets: z.array(z.object({ name: z.string(), generation: z.number().int() })).min(1) }),
+    run: (ctx, input) => rebuildProgress(ctx.database.db, ctx.store, input.targets),
+  }),
+  'projections.parked.list': operation({
+    input: z.object({ name: z.string().optional(), limit: z.number().int().min(1).max(10_000).default(1000) }),
+    run: (ctx, input) => listParked(ctx.database.db, input),
+  }),
+  'projections.parked.retry': operation({
+    input: z.object({ id: z.number().int().min(1) }),
+    run: (ctx, input) => retryParked(ctx.database.db, ctx.store, projections, input.id, ctx.logger),
+  }),
+  'projections.parked.skip': operation({
+    input: z.object({ id: z.number().int().min(1) }),
+    run: (ctx, input) => skipParked(ctx.database.db, input.id, ctx.logger),
+  }),
+  'streams.list': operation({ input: listStreamsInput, run: (ctx, input) => listStreams(ctx.database, ctx.store, input) }),
+  'streams.read': operation({ input: readStreamInput, run: (ctx, input) => readStreamPage(ctx.store, input) }),
+  /** One page of the whole log for `engage replay`; the CLI asks page after page. */
+  'events.read': operation({ input: readLogInput, run: (ctx, input) => readLogPage(ctx.store, input) }),
+  'events.count': operation({ input: countLogInput, run: (ctx, input) => countLog(ctx.store, input) }),
+  'jobs.status': operation({ input: z.object({}), run: (ctx) => jobsStatus(ctx.database.db, ctx.clock.now()) }),
 };
 
 export type ConsoleOperationName = keyof typeof consoleOperations;

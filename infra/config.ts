@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { ROLES, type Role } from './roles.ts';
 
 const optionalUrl = (protocols: string[]) =>
   z
@@ -19,7 +20,7 @@ const integer = (fallback: number, min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
 
-const environment = z.object({
+export const environment = z.object({
   PORT: integer(3000, 0, 65535),
   HOST: z.string().default('0.0.0.0'),
   DATA_DIR: z.string().min(1).default('./.data'),
@@ -53,6 +54,8 @@ const environment = z.object({
     .transform((value) => (value === '' ? undefined : value))
     .refine((value) => value === undefined || value.length >= 32, { message: 'must be at least 32 characters' }),
   SMTP_URL: optionalUrl(['smtp', 'smtps']),
+  ROLE: z.enum(ROLES).default('all'),
+  READY_MAX_LAG_SECONDS: integer(30, 0, 86_400),
   SETTLEMENT_DELAY_SECONDS: integer(60, 0, 86_400),
 });
 
@@ -74,6 +77,10 @@ export interface Config {
   userTokenSecret: string | undefined;
   /** Where invitation e-mails go (`smtp://user:pass@host:587`); without it they are written to the log instead. */
   smtpUrl: string | undefined;
+  /** What this process runs (infra/roles.ts): everything, one API side, the projectors, or the job worker. */
+  role: Role;
+  /** `/readyz` fails while a live projection is further behind than this (0: never checked). */
+  readyMaxLagSeconds: number;
   /** How long after a leaderboard window ends, or a draw is due, late events still count before it is settled. */
   settlementDelaySeconds: number;
 }
@@ -95,6 +102,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (value.EVENT_STORE === 'kurrentdb' && !value.KURRENTDB_CONNECTION_STRING) {
     throw new ConfigError(['KURRENTDB_CONNECTION_STRING: required when EVENT_STORE=kurrentdb']);
   }
+  if (value.ROLE !== 'all' && !value.DATABASE_URL) {
+    throw new ConfigError([`ROLE: ${value.ROLE} needs DATABASE_URL (embedded mode is one process: ROLE=all)`]);
+  }
   return {
     port: value.PORT,
     host: value.HOST,
@@ -111,6 +121,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize: value.DATABASE_POOL_SIZE,
     userTokenSecret: value.USER_TOKEN_SECRET,
     smtpUrl: value.SMTP_URL,
+    role: value.ROLE,
+    readyMaxLagSeconds: value.READY_MAX_LAG_SECONDS,
     settlementDelaySeconds: value.SETTLEMENT_DELAY_SECONDS,
   };
 }

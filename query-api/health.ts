@@ -1,10 +1,21 @@
-import { Router } from 'express';
-import { sql } from 'kysely';
+import { Router, type Express } from 'express';
+import { sql, type Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
 import type { ServiceContext } from '../command-api/context.ts';
+import type { EventStore } from '../infra/event-store/port.ts';
+import { errorHandler, unknownRoute } from '../infra/http/errors.ts';
+import { createHttpApp } from '../infra/http/plumbing.ts';
+import { JOB_STATES, jobCounts } from '../infra/job-status.ts';
+import type { Logger } from '../infra/logging.ts';
+import type { Metrics } from '../infra/metrics.ts';
+import { liveLag } from '../projectors/maintenance.ts';
+import { projectionStatus } from '../projectors/runtime.ts';
 
-/** `/healthz`: the process answers. `/readyz`: every backing store answers too (503 naming the ones that do not). */
-export function healthRoutes(ctx: ServiceContext, redis: Redis | null): Router {
+/**
+ * `/healthz`: the process answers. `/readyz`: every backing store answers too, and no live projection is
+ * further behind than READY_MAX_LAG_SECONDS (503 naming what is not ready). `/metrics`: Prometheus.
+ */
+export function healthRoutes(ctx: ServiceContext, redis: Redis | null, metrics?: Metrics): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -14,6 +25,7 @@ export function healthRoutes(ctx: ServiceContext, redis: Redis | null): Router {
       postgres: () => sql`select 1`.execute(ctx.database.db),
       eventStore: () => ctx.store.head(),
       ...(redis ? { redis: () => redis.ping() } : {}),
+      ...(ctx.config.readyMaxLagSeconds > 0 ? { projections: () => projectionsWithinLag(ctx.database.db, ctx.store, ctx.config.readyMaxLagSeconds) } : {}),
     };
     const results = await Promise.all(
       Object.entries(checks).map(
@@ -30,5 +42,76 @@ export function healthRoutes(ctx: ServiceContext, redis: Redis | null): Router {
     const ready = results.every(([, result]) => result === 'ok');
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks: Object.fromEntries(results) });
   });
+  if (metrics) {
+    router.get('/metrics', async (_req, res) => {
+      await collectGauges(metrics, ctx.database.db, ctx.store, ctx.clock.now(), ctx.logger);
+      res.set('content-type', metrics.registry.contentType).send(await metrics.registry.metrics());
+    });
+  }
   return router;
+}
+
+/** The HTTP app of the roles that serve no API (projectors, worker): health, readiness and metrics only. */
+export function operationsApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics): Express {
+  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics);
+  app.use(healthRoutes(ctx, redis, metrics));
+  app.use(unknownRoute);
+  app.use(errorHandler);
+  return app;
+}
+
+async function projectionsWithinLag(db: Kysely<any>, store: EventStore, maxSeconds: number): Promise<void> {
+  const late = (await liveLag(db, store)).filter((row) => row.secondsBehind > maxSeconds);
+  if (late.length > 0) {
+    throw new Error(`behind by more than ${maxSeconds}s: ${late.map((row) => `${row.name} (${Math.round(row.secondsBehind)}s)`).join(', ')}`);
+  }
+}
+
+/** Reads the projection and job gauges from the database; a source that fails leaves its gauges empty. */
+async function collectGauges(metrics: Metrics, db: Kysely<any>, store: EventStore, now: Date, logger?: Logger): Promise<void> {
+  await Promise.all([
+    projectionStatus(db, store).then(
+      (rows) => {
+        for (const gauge of [metrics.projectionEventsBehind, metrics.projectionSecondsBehind, metrics.projectionParked]) gauge.reset();
+        for (const row of rows) {
+          const labels = { projection: row.name, status: row.status };
+          metrics.projectionEventsBehind.set(labels, row.eventsBehind);
+          metrics.projectionSecondsBehind.set(labels, row.secondsBehind);
+          metrics.projectionParked.set(labels, row.parked);
+        }
+      },
+      (error) => {
+        for (const gauge of [metrics.projectionEventsBehind, metrics.projectionSecondsBehind, metrics.projectionParked]) gauge.reset();
+        metrics.scrapeErrors.inc({ source: 'projections' });
+        logger?.warn({ err: error }, 'metrics: projection status unavailable');
+      },
+    ),
+    Promise.all([jobCounts(db, now), oldestDueSeconds(db, now)]).then(
+      ([counts, oldest]) => {
+        metrics.jobs.reset();
+        metrics.jobsRetrying.reset();
+        for (const row of counts) {
+          for (const state of JOB_STATES) metrics.jobs.set({ kind: row.kind, state }, row[state]);
+          metrics.jobsRetrying.set({ kind: row.kind }, row.retrying);
+        }
+        metrics.jobOldestDueSeconds.set(oldest);
+      },
+      (error) => {
+        metrics.jobs.reset();
+        metrics.jobsRetrying.reset();
+        metrics.scrapeErrors.inc({ source: 'jobs' });
+        logger?.warn({ err: error }, 'metrics: job counts unavailable');
+      },
+    ),
+  ]);
+}
+
+async function oldestDueSeconds(db: Kysely<any>, now: Date): Promise<number> {
+  const row = await db
+    .selectFrom('scheduled_jobs')
+    .select((eb) => eb.fn.min('due_at').as('due_at'))
+    .where('status', '=', 'pending')
+    .where('due_at', '<=', now.toISOString() as any)
+    .executeTakeFirst();
+  return row?.due_at ? Math.max(0, (now.getTime() - new Date(row.due_at as string).getTime()) / 1000) : 0;
 }

@@ -4,6 +4,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { ProjectionRunner, liveGeneration, prepareProjections, projectionStatus, startRebuild, type RuntimeOptions } from '../projectors/runtime.ts';
+import { listParked, requestRebuild, retryParked, skipParked } from '../projectors/maintenance.ts';
+import type { Projection } from '../projectors/projection.ts';
 import { migrate } from '../service.ts';
 import { freshDatabase, freshServerDatabase, type TestDatabase } from './support/databases.ts';
 import { tallyProjection, waitUntil } from './support/projections.ts';
@@ -87,6 +89,32 @@ describe('projector runtime', () => {
     expect((await tallyRows(test)).every((row) => row.applied === 1)).toBe(true);
   });
 
+  it('retries a parked event once its handler is fixed, and skips one for good', async () => {
+    const db = test.database.db;
+    const [parked] = await listParked(db, { name: 'tally' });
+    expect(parked).toMatchObject({ name: 'tally', generation: 1, status: 'live', eventType: 'Poison', attempts: 3 });
+    // Still broken: it stays parked, with one attempt more and the new error.
+    expect(await retryParked(db, store, [tallyProjection], parked!.id)).toMatchObject({ outcome: 'failed', error: expect.stringMatching(/cannot apply/) });
+    expect(await listParked(db)).toMatchObject([{ id: parked!.id, attempts: 4 }]);
+    // Fixed (a new release of the handler): applied to the live generation, gone from the list.
+    const fixed: Projection = { ...tallyProjection, apply: (scoped, event, context) => tallyProjection.apply(scoped, { ...event, type: 'Counted' }, context) };
+    expect(await retryParked(db, store, [fixed], parked!.id)).toMatchObject({ outcome: 'applied', name: 'tally', generation: 1 });
+    expect(await listParked(db)).toEqual([]);
+    expect((await tallyRows(test)).filter((row) => row.event_id === parked!.eventId)).toMatchObject([{ applied: 1 }]);
+    await expect(retryParked(db, store, [fixed], parked!.id)).rejects.toThrow(/No parked event/);
+
+    const projector = runner(test, store);
+    await projector.start();
+    await store.append('tally-poisoned-again', [{ type: 'Poison', data: {} }]);
+    await waitUntil(() => caughtUp(test, store), 20_000, 'the second poison to be parked');
+    await projector.stop();
+    const [second] = await listParked(db);
+    expect(await skipParked(db, second!.id)).toMatchObject({ id: second!.id, name: 'tally', outcome: 'skipped' });
+    expect(await listParked(db)).toEqual([]);
+    expect((await projectionStatus(db, store))[0]).toMatchObject({ parked: 0, eventsBehind: 0 });
+    expect((await tallyRows(test)).some((row) => row.event_id === second!.eventId)).toBe(false);
+  });
+
   it('rebuilds into a new generation while writes continue, keeps serving, and swaps in an equal read model', async () => {
     const projector = runner(test, store);
     await projector.start();
@@ -122,6 +150,54 @@ describe('projector runtime', () => {
     expect(rows.every((row) => row.applied === 1)).toBe(true);
     const schemas = await test.database.db.selectFrom('information_schema.schemata').select('schema_name').where('schema_name', 'like', 'rm_tally_%').execute();
     expect(schemas.map((row) => row.schema_name)).toEqual([`rm_tally_g${building.generation}`]);
+  });
+
+  it('resumes an interrupted rebuild in the same generation, from its checkpoint', async () => {
+    const db = test.database.db;
+    await appendTally(store, 10, 5);
+    const building = await startRebuild(db, tallyProjection);
+    // A rebuild interrupted after its first batch (an operator's Ctrl-C, a deploy).
+    let stopping: Promise<void> | undefined;
+    const interrupted: ProjectionRunner = runner(test, store, {
+      batchSize: 10,
+      onBatchApplied: (_name, generation) => {
+        if (generation === building.generation) stopping ??= interrupted.stop();
+      },
+    });
+    await interrupted.start();
+    await waitUntil(() => stopping !== undefined, 20_000, 'the first batch of the rebuild');
+    await stopping;
+    const saved = (await db
+      .selectFrom('projection_generations')
+      .selectAll()
+      .where('name', '=', 'tally')
+      .where('generation', '=', building.generation)
+      .executeTakeFirstOrThrow()) as { status: string; checkpoint: string | null };
+    expect(saved.status).toBe('building');
+    expect(saved.checkpoint).not.toBeNull();
+    expect(saved.checkpoint! < (await store.head())!.position).toBe(true);
+
+    // Asking again finds the same generation where it stopped.
+    expect(await requestRebuild(db, tallyProjection)).toEqual({ name: 'tally', generation: building.generation, resumed: true, checkpoint: saved.checkpoint });
+    let firstResumed: string | undefined;
+    const resumed = runner(test, store, {
+      onBatchApplied: (_name, generation, batch) => {
+        if (generation === building.generation && batch.events.length > 0) firstResumed ??= batch.events[0]!.position;
+      },
+    });
+    await resumed.start();
+    await waitUntil(async () => (await liveGeneration(db, 'tally'))?.generation === building.generation, 30_000, 'the resumed rebuild to swap in');
+    await resumed.stop();
+    expect(firstResumed! > saved.checkpoint!).toBe(true);
+    const rows = await tallyRows(test);
+    const all = await store.readAll({ filter: { categories: ['tally'] }, limit: 100_000 });
+    expect(rows.map((row) => row.event_id)).toEqual(
+      all.events
+        .filter((event) => event.type !== 'Poison')
+        .map((event) => event.id)
+        .sort(),
+    );
+    expect(rows.every((row) => row.applied === 1)).toBe(true);
   });
 });
 
@@ -177,5 +253,32 @@ describe.runIf(server)('projector runtime on PostgreSQL, across processes and se
     await waitUntil(async () => (await liveGeneration(test.database.db, 'tally'))?.generation === building.generation, 30_000, 'the rebuild');
     await restarted.stop();
     expect(await tallyRows(test)).toEqual(live);
+  });
+
+  it('two projector processes racing apply each batch once', async () => {
+    const rowsBefore = (await tallyRows(test)).length;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/projector-follow.ts', test.url!, '5'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await waitUntil(() => output.includes('READY'), 30_000, 'the child projector process');
+    let appliedHere = 0;
+    const here = runner(test, store, { batchSize: 5, onBatchApplied: (_name, _generation, batch) => void (appliedHere += batch.events.length) });
+    await here.start();
+    await Promise.all([appendTally(store, 10, 5), appendTally(store, 10, 5)]);
+    await waitUntil(() => caughtUp(test, store), 30_000, 'both processes to catch up');
+    // Whichever held the projection, the other takes over once the child stops.
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+    await Promise.all([appendTally(store, 10, 5), appendTally(store, 10, 5)]);
+    await waitUntil(() => caughtUp(test, store), 30_000, 'the remaining process to catch up');
+    await here.stop();
+
+    const rows = await tallyRows(test);
+    expect(rows).toHaveLength(rowsBefore + 200);
+    expect(rows.filter((row) => row.applied !== 1)).toEqual([]);
+    // Every batch applied by one process only: the events both report sum to exactly the events appended.
+    const appliedThere = [...output.matchAll(/APPLIED (\d+)/g)].reduce((sum, match) => sum + Number(match[1]), 0);
+    expect(appliedThere + appliedHere).toBe(200);
+    expect(appliedHere).toBeGreaterThan(0);
   });
 });

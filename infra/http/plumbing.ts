@@ -2,15 +2,18 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Logger } from '../logging.ts';
+import { httpMetrics, type Metrics } from '../metrics.ts';
 
 /**
  * The concerns every route shares, written once: request ids (taken from `x-request-id` when sane, echoed
- * back), one structured log line per request, a JSON body parser with a size limit.
+ * back), one structured log line per request, a JSON body parser with a size limit, and (given metrics)
+ * a duration histogram of every request, first so that it times requests the parser refuses too.
  */
-export function createHttpApp(logger: Logger, bodyLimit: string): Express {
+export function createHttpApp(logger: Logger, bodyLimit: string, metrics?: Metrics): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
+  if (metrics) app.use(httpMetrics(metrics));
   app.use(
     pinoHttp({
       logger,

@@ -1,0 +1,236 @@
+import { sql, type Kysely } from 'kysely';
+import type { EventStore, Position, RecordedEvent } from '../infra/event-store/port.ts';
+import { PostgresEventStore } from '../infra/event-store/postgres.ts';
+import { HttpError, conflict, notFound } from '../infra/http/errors.ts';
+import type { Logger } from '../infra/logging.ts';
+import type { Projection, ProjectionContext } from './projection.ts';
+import { schemaOf, startRebuild, type GenerationRow } from './runtime.ts';
+
+/**
+ * What an operator does to projections besides reading their status (projectors/runtime.ts): start or
+ * resume a rebuild and follow it, deal with parked events, and the lag that `/readyz` checks.
+ */
+
+export interface RebuildStarted {
+  name: string;
+  generation: number;
+  /** True when a building generation already existed: the rebuild goes on from its checkpoint. */
+  resumed: boolean;
+  checkpoint: Position | null;
+}
+
+/**
+ * Starts a blue/green rebuild, or finds the one under way: a `building` generation survives an
+ * interruption with its checkpoint, so asking again continues it instead of starting over.
+ */
+export async function requestRebuild(db: Kysely<any>, projection: Projection): Promise<RebuildStarted> {
+  const existing = await generationRows(db, projection.name, ['building']);
+  if (existing[0] && existing[0].version !== projection.version) {
+    throw conflict(
+      `${projection.name}: generation ${existing[0].generation} is being built at version ${existing[0].version}, this code is at ${projection.version}; let the processes running that version finish it`,
+    );
+  }
+  const building = existing[0] ?? (await startRebuild(db, projection));
+  return { name: projection.name, generation: building.generation, resumed: existing.length > 0, checkpoint: building.checkpoint };
+}
+
+export interface RebuildProgress {
+  name: string;
+  generation: number;
+  /** `gone` when the generation no longer exists (dropped by another rebuild). */
+  status: GenerationRow['status'] | 'gone';
+  checkpoint: Position | null;
+  /** Events of the log at or before the generation's checkpoint. */
+  processed: number;
+  /** Events in the log now. */
+  total: number;
+  lastError: string | null;
+}
+
+/** Where each rebuilding generation stands, in events of the log (its checkpoint moves past events it skips). */
+export async function rebuildProgress(db: Kysely<any>, store: EventStore, targets: { name: string; generation: number }[]): Promise<RebuildProgress[]> {
+  const total = await store.countAfter(null);
+  return Promise.all(
+    targets.map(async (target) => {
+      const row = (await db
+        .selectFrom('projection_generations')
+        .selectAll()
+        .where('name', '=', target.name)
+        .where('generation', '=', target.generation)
+        .executeTakeFirst()) as GenerationRow | undefined;
+      const behind = row ? await store.countAfter(row.checkpoint) : total;
+      return {
+        name: target.name,
+        generation: target.generation,
+        status: row?.status ?? 'gone',
+        checkpoint: row?.checkpoint ?? null,
+        processed: Math.max(0, total - behind),
+        total,
+        lastError: row?.last_error ?? null,
+      };
+    }),
+  );
+}
+
+export interface ParkedEvent {
+  id: number;
+  name: string;
+  generation: number;
+  status: GenerationRow['status'] | 'gone';
+  stream: string;
+  eventType: string;
+  eventId: string;
+  position: Position;
+  attempts: number;
+  parkedAt: string;
+  error: string;
+}
+
+/** Parked events of generations that still exist, oldest first. */
+export async function listParked(db: Kysely<any>, options: { name?: string; limit?: number } = {}): Promise<ParkedEvent[]> {
+  let query = db
+    .selectFrom('projection_parked as p')
+    .leftJoin('projection_generations as g', (join) => join.onRef('g.name', '=', 'p.name').onRef('g.generation', '=', 'p.generation'))
+    .select([
+      'p.id',
+      'p.name',
+      'p.generation',
+      'g.status',
+      'p.stream',
+      'p.event_type',
+      'p.event_id',
+      'p.event_position',
+      'p.attempts',
+      'p.parked_at',
+      'p.error',
+    ])
+    .where((eb) => eb.or([eb('g.status', 'is', null), eb('g.status', '<>', 'retired')]))
+    .orderBy('p.id')
+    .limit(options.limit ?? 1000);
+  if (options.name) query = query.where('p.name', '=', options.name);
+  const rows = await query.execute();
+  return rows.map((row: any) => ({
+    id: Number(row.id),
+    name: row.name,
+    generation: row.generation,
+    status: row.status ?? 'gone',
+    stream: row.stream,
+    eventType: row.event_type,
+    eventId: row.event_id,
+    position: row.event_position,
+    attempts: row.attempts,
+    parkedAt: new Date(row.parked_at).toISOString(),
+    error: row.error,
+  }));
+}
+
+export interface RetryOutcome {
+  id: number;
+  name: string;
+  generation: number;
+  outcome: 'applied' | 'failed';
+  error?: string;
+}
+
+/**
+ * Applies a parked event to its generation again (the handler may have been fixed, or the data it needed
+ * may exist now). Success removes it from the parked list in the same transaction; failure keeps it there
+ * with the new error and one more attempt. The event is applied out of order, after the events the
+ * projection went on with: that is what parking chose, and what the handler has to tolerate.
+ */
+export async function retryParked(db: Kysely<any>, store: EventStore, projections: readonly Projection[], id: number, logger?: Logger): Promise<RetryOutcome> {
+  const parked = await parkedRow(db, id);
+  const projection = projections.find((p) => p.name === parked.name);
+  if (!projection) throw conflict(`Parked event ${id} belongs to ${parked.name}, which this code does not know; skip it instead`);
+  const [generation] = await generationRows(db, parked.name, ['live', 'building'], parked.generation);
+  if (!generation) throw conflict(`Parked event ${id} belongs to generation ${parked.generation} of ${parked.name}, which is retired; skip it instead`);
+  if (generation.version !== projection.version) {
+    throw conflict(`Generation ${generation.generation} of ${parked.name} is at version ${generation.version}, this code at ${projection.version}`);
+  }
+  const event = await findEvent(store, parked.stream, parked.event_id);
+  if (!event) throw conflict(`Event ${parked.event_id} is no longer in ${parked.stream}`);
+  try {
+    await db.transaction().execute(async (trx) => {
+      await projection.apply(trx.withSchema(schemaOf(parked.name, parked.generation)), event, contextFor(trx, store));
+      const removed = await trx.deleteFrom('projection_parked').where('id', '=', id).executeTakeFirst();
+      if (Number(removed.numDeletedRows) !== 1) throw conflict(`Parked event ${id} was resolved meanwhile`);
+    });
+    logger?.info({ parkedId: id, projection: parked.name, eventId: parked.event_id }, 'parked event applied on retry');
+    return { id, name: parked.name, generation: parked.generation, outcome: 'applied' };
+  } catch (error) {
+    if (error instanceof HttpError) throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    await db
+      .updateTable('projection_parked')
+      .set({ attempts: sql`attempts + 1`, error: message })
+      .where('id', '=', id)
+      .execute();
+    logger?.warn({ parkedId: id, projection: parked.name, eventId: parked.event_id, err: error }, 'parked event failed again on retry');
+    return { id, name: parked.name, generation: parked.generation, outcome: 'failed', error: message };
+  }
+}
+
+/** Gives up on a parked event: it leaves the list; the projection stays past it (the event stays in the log). */
+export async function skipParked(db: Kysely<any>, id: number, logger?: Logger) {
+  const parked = await parkedRow(db, id);
+  const removed = await db.deleteFrom('projection_parked').where('id', '=', id).executeTakeFirst();
+  if (Number(removed.numDeletedRows) !== 1) throw notFound(`No parked event ${id}`);
+  logger?.warn({ parkedId: id, projection: parked.name, eventId: parked.event_id, stream: parked.stream }, 'parked event skipped');
+  return {
+    id,
+    name: parked.name,
+    generation: parked.generation,
+    stream: parked.stream,
+    eventType: parked.event_type,
+    eventId: parked.event_id,
+    position: parked.event_position,
+    outcome: 'skipped' as const,
+  };
+}
+
+/**
+ * How far each live projection is behind, in seconds: the age of the oldest event it has not applied
+ * (one indexed read per projection, no counting).
+ */
+export async function liveLag(db: Kysely<any>, store: EventStore, now = Date.now()): Promise<{ name: string; secondsBehind: number }[]> {
+  const rows = (await db.selectFrom('projection_generations').select(['name', 'checkpoint']).where('status', '=', 'live').orderBy('name').execute()) as Pick<
+    GenerationRow,
+    'name' | 'checkpoint'
+  >[];
+  return Promise.all(
+    rows.map(async (row) => {
+      const next = (await store.readAll({ after: row.checkpoint, limit: 1 })).events[0];
+      return { name: row.name, secondsBehind: next ? Math.max(0, (now - next.createdAt.getTime()) / 1000) : 0 };
+    }),
+  );
+}
+
+async function parkedRow(db: Kysely<any>, id: number) {
+  const row = await db.selectFrom('projection_parked').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!row) throw notFound(`No parked event ${id}`);
+  return row as { id: string; name: string; generation: number; stream: string; event_id: string; event_type: string; event_position: Position };
+}
+
+async function generationRows(db: Kysely<any>, name: string, statuses: GenerationRow['status'][], generation?: number): Promise<GenerationRow[]> {
+  let query = db.selectFrom('projection_generations').selectAll().where('name', '=', name).where('status', 'in', statuses);
+  if (generation !== undefined) query = query.where('generation', '=', generation);
+  return (await query.execute()) as GenerationRow[];
+}
+
+/** The stream read forwards in pages until the event shows up: bounded memory however long the stream. */
+async function findEvent(store: EventStore, stream: string, eventId: string): Promise<RecordedEvent | undefined> {
+  const page = 500;
+  for (let from = 0n; ; from += BigInt(page)) {
+    const events = await store.readStream(stream, { from, limit: page });
+    const found = events.find((event) => event.id.toLowerCase() === eventId.toLowerCase());
+    if (found) return found;
+    if (events.length < page) return undefined;
+  }
+}
+
+/** As the runtime does for a batch: with the PostgreSQL store, appends join the transaction. */
+function contextFor(trx: Kysely<any>, store: EventStore): ProjectionContext {
+  return {
+    append: (appends) => (store instanceof PostgresEventStore ? store.appendInTransaction(trx, appends) : store.appendMultiple(appends)),
+  };
+}
