@@ -28,7 +28,9 @@ import type { Logger } from './infra/logging.ts';
 import { projections } from './projectors/index.ts';
 import { ProjectionRunner, prepareProjections, projectionRuntimeMigrations, type RuntimeOptions } from './projectors/runtime.ts';
 import { communityQueries } from './query-api/communities.ts';
-import { healthRoutes } from './query-api/health.ts';
+import { healthRoutes, operationsApp } from './query-api/health.ts';
+import { countingAppends, createMetrics, type Metrics } from './infra/metrics.ts';
+import { underStartupLock } from './infra/startup-lock.ts';
 import { leaderboardQueries } from './query-api/leaderboards.ts';
 import { organisationQueries } from './query-api/settings.ts';
 import { challengeQueries } from './query-api/challenges.ts';
@@ -39,6 +41,12 @@ import { teamQueries } from './query-api/teams.ts';
 import { userQueries } from './query-api/users.ts';
 import { rewardQueries } from './query-api/rewards.ts';
 import { standingsQueries } from './query-api/leaderboard-standings.ts';
+import { giveawayAnalyticsQueries } from './query-api/giveaway-analytics.ts';
+import { challengeStepAnalyticsQueries } from './query-api/challenge-step-analytics.ts';
+import { rewardEntryQueries } from './query-api/reward-entries.ts';
+import { rewardAssetCommands } from './command-api/reward-assets.ts';
+import { eventQueries } from './query-api/events.ts';
+import { achievementQueries } from './query-api/achievements.ts';
 import { openRedis } from './infra/redis.ts';
 import { bullmqJobRunner, inProcessJobRunner, jobMigrations, type JobRunner, type JobRunnerOptions } from './infra/jobs.ts';
 import { jobHandlers, type OutsideWorld } from './command-api/jobs.ts';
@@ -50,6 +58,8 @@ export interface Service extends ServiceContext {
   runner: ProjectionRunner;
   jobs: JobRunner;
   consoleSecret: string;
+  /** This instance's Prometheus registry and metrics (served at `/metrics`). */
+  metrics: Metrics;
   close(): Promise<void>;
 }
 
@@ -64,6 +74,8 @@ export interface ServiceOptions {
   outside?: OutsideWorld;
   /** The time every command, decision and job uses (tests move their own). */
   clock?: Clock;
+  /** `api` (default): the whole HTTP API; `ops`: only /healthz, /readyz and /metrics (projector and worker roles). */
+  http?: 'api' | 'ops';
 }
 
 /** Opens the stores, applies migrations, prepares the read models and composes the HTTP app. */
@@ -74,9 +86,16 @@ export async function openService(config: Config, logger: Logger, options: Servi
   let redis: Redis | null = null;
   try {
     redis = config.redisUrl ? await openRedis(config.redisUrl) : null;
-    await migrate(database.db);
-    const store = await openEventStore(config, database);
-    await prepareProjections(database.db, projections);
+    const metrics = createMetrics();
+    const store = countingAppends(
+      await underStartupLock(database, async () => {
+        await migrate(database.db);
+        const opened = await openEventStore(config, database);
+        await prepareProjections(database.db, projections);
+        return opened;
+      }),
+      metrics,
+    );
     const clock = options.clock ?? systemClock;
     const ctx: ServiceContext = { config, database, store, logger, clock };
     const runner = new ProjectionRunner(database, store, projections, logger, options.runtime);
@@ -92,7 +111,8 @@ export async function openService(config: Config, logger: Logger, options: Servi
       runner,
       jobs,
       consoleSecret,
-      app: composeApp(ctx, consoleSecret, redis),
+      metrics,
+      app: options.http === 'ops' ? operationsApp(ctx, redis, metrics) : composeApp(ctx, consoleSecret, redis, metrics),
       async close() {
         await jobs.stop();
         await runner.stop();
@@ -144,11 +164,11 @@ async function runMigrations(db: Kysely<any>, migrations: Record<string, Migrati
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
-function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | null): Express {
-  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit);
+function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | null, metrics: Metrics): Express {
+  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics);
   app.locals.clock = ctx.clock;
   const db = ctx.database.db;
-  app.use(healthRoutes(ctx, redis));
+  app.use(healthRoutes(ctx, redis, metrics));
   app.use(consoleRouter(ctx, consoleSecret));
   const admin = new ApiDescription('admin', 'engage admin API', 'Configure an organisation: leaderboards and everything a programme needs.');
   const adminRoutes = [
@@ -176,9 +196,19 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
   ];
   app.use('/api/v2/admin', admin.router(), requireApiToken(db, 'admin'), ...adminRoutes);
   const integration = new ApiDescription('integration', 'engage integration API', 'What end users see: their own records, signed in with a user token.');
-  const integrationRoutes = [meQueries(ctx, integration), customEventLinkRedemption(ctx, integration), standingsQueries(ctx, integration)];
+  const integrationRoutes = [
+    meQueries(ctx, integration),
+    customEventLinkRedemption(ctx, integration),
+    standingsQueries(ctx, integration),
+    rewardEntryQueries(ctx, integration),
+    rewardAssetCommands(ctx, integration),
+    eventQueries(ctx, integration),
+    achievementQueries(ctx, integration),
+  ];
   app.use('/api/v2/integration', integration.router(), requireApiToken(db, 'integration'), ...integrationRoutes);
-  app.use('/api/v2/analytics', requireApiToken(db, 'analytics'));
+  const analytics = new ApiDescription('analytics', 'engage analytics API', 'Statistics for dashboards: giveaways and the step funnel of challenges.');
+  const analyticsRoutes = [giveawayAnalyticsQueries(ctx, analytics), challengeStepAnalyticsQueries(ctx, analytics)];
+  app.use('/api/v2/analytics', analytics.router(), requireApiToken(db, 'analytics'), ...analyticsRoutes);
   app.use(unknownRoute);
   app.use(errorHandler);
   return app;

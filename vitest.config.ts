@@ -4,6 +4,10 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     pool: 'forks',
+    // One file at a time: the suites share one PostgreSQL server, and readers of the event store stop at
+    // the oldest transaction running anywhere on it, so a suite that holds a transaction open on purpose
+    // (the out-of-order commit test, a projector killed mid-batch) would stall another's read models.
+    fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     reporters: ['default'],

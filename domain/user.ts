@@ -221,6 +221,8 @@ export interface CommunityLedger {
   points: number;
   xp: XpBreakdown;
   challengesCompleted: number;
+  /** Achievements earned in the community (the `achievements` read model). */
+  achievementsCompleted: number;
   streak: { currentStreak: number; lastExtendedAt: string | null; longestStreak: number };
 }
 
@@ -233,7 +235,7 @@ function sumXp(xps: XpBreakdown[]): XpBreakdown {
 /**
  * The contract's team member record: the profile, plus points and XP summed over the user's communities
  * and per-community data for each community the user belongs to or has earned in. Keys are not earned by
- * anything yet (0); achievements count completed challenges.
+ * anything yet (0); achievements are counted per community by the `achievements` read model.
  */
 export function teamMember(user: User, ledgers: CommunityLedger[] = []): TeamMember {
   const byCommunity = new Map(ledgers.map((ledger) => [ledger.communityId, ledger]));
@@ -268,7 +270,7 @@ export function teamMember(user: User, ledgers: CommunityLedger[] = []): TeamMem
         communityId,
         streak: ledger?.streak ?? { currentStreak: 0, lastExtendedAt: null, longestStreak: 0 },
         challengesCompleted: ledger?.challengesCompleted ?? 0,
-        achievementsCompleted: ledger?.challengesCompleted ?? 0,
+        achievementsCompleted: ledger?.achievementsCompleted ?? 0,
         points: ledger?.points ?? 0,
         xp: ledger?.xp ?? zeroXp(),
         hasAcceptedRules: false,

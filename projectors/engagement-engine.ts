@@ -635,6 +635,7 @@ async function payoutCommunity(db: Kysely<any>, leaderboardCommunity: string | n
     .select('community_id')
     .where('user_id', '=', userId)
     .orderBy('last_active_at', 'desc')
+    .orderBy('community_id')
     .limit(1)
     .executeTakeFirst();
   return (row?.community_id as string | undefined) ?? null;

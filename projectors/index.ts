@@ -16,6 +16,11 @@ import { engagementEngine } from './engagement-engine.ts';
 import { engagementSchedule } from './engagement-schedule.ts';
 import { leaderboardStandingsProjection } from './leaderboard-standings.ts';
 import { userLedgersProjection } from './user-ledgers.ts';
+import { giveawayAnalyticsProjection } from './giveaway-analytics.ts';
+import { challengeStepAnalyticsProjection } from './challenge-step-analytics.ts';
+import { rewardAssetsProjection } from './reward-assets.ts';
+import { rewardEntriesProjection } from './reward-entries.ts';
+import { achievementsProjection } from './achievements.ts';
 
 /** Every read model the service keeps. */
 export const projections: readonly Projection[] = [
@@ -36,4 +41,9 @@ export const projections: readonly Projection[] = [
   engagementSchedule,
   leaderboardStandingsProjection,
   userLedgersProjection,
+  giveawayAnalyticsProjection,
+  challengeStepAnalyticsProjection,
+  rewardAssetsProjection,
+  rewardEntriesProjection,
+  achievementsProjection,
 ];

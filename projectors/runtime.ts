@@ -80,8 +80,13 @@ async function migrateGeneration(db: Kysely<any>, projection: Projection, genera
     provider: { getMigrations: async () => scoped },
     migrationTableSchema: schema,
   });
-  const { error } = await migrator.migrateToLatest();
-  if (error) throw error;
+  // The Migrator looks at every schema of the database; another projection's swap dropping its retired
+  // schema at that moment makes the look fail ("schema ... does not exist"). Looking again is safe.
+  for (let attempt = 1; ; attempt++) {
+    const { error } = await migrator.migrateToLatest();
+    if (!error) return;
+    if (attempt >= 5 || !/schema "[^"]+" does not exist/.test(String((error as Error).message))) throw error;
+  }
 }
 
 /** Points the public views at a generation's tables. Run inside the transaction that makes it live. */
@@ -596,7 +601,8 @@ class GenerationWorker {
   }
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Resolves after `ms`, or at once when `signal` aborts (never rejects). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const timer = setTimeout(done, ms);

@@ -10,6 +10,7 @@ import { notFound } from '../infra/http/errors.ts';
 import { newestFirst, type Page, type Pagination } from '../infra/http/pagination.ts';
 import { parse, readYourWrites } from '../infra/http/request-context.ts';
 import { iso } from './communities.ts';
+import { achievementCountsOf, addAchievementOnlyLedgers } from './achievements.ts';
 import { minPositionHeader } from '../infra/http/request-context.ts';
 
 export function userQueries(ctx: ServiceContext, admin: ApiDescription): Router {
@@ -83,11 +84,14 @@ export async function listTeamMembers(db: Kysely<any>, organisationId: string, f
   return { totalCount, edges: rows.map((row) => teamMemberFromRow(row, ledgers.get(row.id) ?? [])) };
 }
 
-/** The users' community ledgers in one query, by user id. */
+/** The users' community ledgers, with their achievement counts: two queries for the whole page, by user id. */
 async function ledgersOf(db: Kysely<any>, userIds: string[]): Promise<Map<string, CommunityLedger[]>> {
   const byUser = new Map<string, CommunityLedger[]>();
   if (userIds.length === 0) return byUser;
-  const rows = await db.selectFrom('user_ledgers').selectAll().where('user_id', 'in', userIds).orderBy('community_id').execute();
+  const [rows, achievements] = await Promise.all([
+    db.selectFrom('user_ledgers').selectAll().where('user_id', 'in', userIds).orderBy('community_id').execute(),
+    achievementCountsOf(db, userIds),
+  ]);
   for (const row of rows) {
     const xp = {
       knowledge: row.xp_knowledge,
@@ -102,6 +106,7 @@ async function ledgersOf(db: Kysely<any>, userIds: string[]): Promise<Map<string
       points: row.points,
       xp: { total: Object.values(xp).reduce((sum, value) => sum + value, 0), ...xp },
       challengesCompleted: row.challenges_completed,
+      achievementsCompleted: achievements.get(row.user_id)?.get(row.community_id) ?? 0,
       streak: {
         currentStreak: row.current_streak,
         longestStreak: row.longest_streak,
@@ -110,6 +115,7 @@ async function ledgersOf(db: Kysely<any>, userIds: string[]): Promise<Map<string
     };
     byUser.set(row.user_id, [...(byUser.get(row.user_id) ?? []), ledger]);
   }
+  addAchievementOnlyLedgers(byUser, achievements);
   return byUser;
 }
 
