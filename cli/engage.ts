@@ -232,8 +232,8 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-// Exit once the command is done, even if a client library keeps a connection open (BullMQ leaves the
-// Redis connections it is handed open after close).
+// Exit once the command is done, even if a client library keeps a timer or connection open: a CLI run
+// must end when its command has.
 program
   .parseAsync()
   .then(() => process.exit(process.exitCode ?? 0))

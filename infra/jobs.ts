@@ -211,7 +211,10 @@ export function bullmqJobRunner(
   options: JobRunnerOptions = {},
 ): JobRunner {
   const settings = withDefaults(options);
-  const queue = new Queue(settings.queueName, { connection: redis.duplicate() });
+  // BullMQ does not close connections it was given: these are ours to close on stop.
+  const queueConnection = redis.duplicate();
+  const workerConnection = redis.duplicate();
+  const queue = new Queue(settings.queueName, { connection: queueConnection });
   let worker: Worker | null = null;
   let timer: NodeJS.Timeout | null = null;
   let feeding: Promise<number> | null = null;
@@ -244,7 +247,7 @@ export function bullmqJobRunner(
 
   return {
     async start() {
-      worker = new Worker(settings.queueName, process, { connection: redis.duplicate(), concurrency: 4 });
+      worker = new Worker(settings.queueName, process, { connection: workerConnection, concurrency: 4 });
       worker.on('error', (error) => logger.error({ err: error }, 'job worker error'));
       await feed();
       timer = setInterval(() => void feed().catch((error) => logger.error({ err: error }, 'job feed failed')), settings.pollMs);
@@ -258,6 +261,8 @@ export function bullmqJobRunner(
       if (timer) clearInterval(timer);
       await worker?.close();
       await queue.close();
+      queueConnection.disconnect();
+      workerConnection.disconnect();
     },
   };
 }
