@@ -1,12 +1,11 @@
-import { clockOf } from '../infra/clock.ts';
 import { Router, type Request } from 'express';
 import { allocationDecider, isLive, type AllocationEvent, type RewardAllocation } from '../domain/allocation.ts';
-import { drawIsDueOrDone, rewardDecider, type RewardDefinition, type RewardEvent, type RewardState } from '../domain/reward.ts';
+import { rewardDecider, type RewardDefinition, type RewardEvent, type RewardState } from '../domain/reward.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { allocationOutput } from '../infra/contract/distribution.ts';
 import { createAllocationBody, createRewardBody, rewardSchema, updateRewardBody, type CreateRewardBody } from '../infra/contract/rewards.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
-import { badRequest, notFound } from '../infra/http/errors.ts';
+import { notFound } from '../infra/http/errors.ts';
 import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
@@ -30,7 +29,6 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
     },
     async (req, res) => {
       const body = parse(createRewardBody, req.body);
-      refusePastDraw(body.kind === 'entries' ? body.drawsAt : undefined, clockOf(req).now().toISOString());
       const { organisationId } = tenantOf(res);
       const { actor, occurredAt } = eventMetadata(req, res);
       const rewardId = newId();
@@ -63,7 +61,6 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
     async (req, res) => {
       const rewardId = rewardIdOf(req);
       const changes = parse(updateRewardBody, req.body);
-      refusePastDraw(changes.drawsAt, clockOf(req).now().toISOString());
       const { organisationId } = tenantOf(res);
       const { actor, occurredAt } = eventMetadata(req, res);
       // The answer is the whole reward, which the new events alone do not carry: keep the state each attempt decided on.
@@ -168,9 +165,4 @@ function allocationFromCreated({ data }: AllocationEvent): RewardAllocation {
     distributed: 0,
     isLive: isLive({ supply: data.supply, distributed: 0 }),
   };
-}
-
-/** A draw date lies ahead of the service's clock; checked before deciding so the 400 names the field. */
-function refusePastDraw(drawsAt: string | undefined, now: string): void {
-  if (drawsAt !== undefined && drawIsDueOrDone(drawsAt, now)) throw badRequest([{ message: 'must be in the future', path: ['drawsAt'] }]);
 }

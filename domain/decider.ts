@@ -14,11 +14,12 @@ export interface DomainEvent<Type extends string = string, Data = unknown> {
   data: Data;
 }
 
-/** A rule of the domain refused the command. `kind` says which HTTP answer fits. */
+/** A rule of the domain refused the command. `kind` says which HTTP answer fits; `path` names the offending input field. */
 export class DomainError extends Error {
   constructor(
     readonly kind: 'conflict' | 'invalid' | 'not_found',
     message: string,
+    readonly path?: (string | number)[],
   ) {
     super(message);
     this.name = 'DomainError';

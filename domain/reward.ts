@@ -130,7 +130,7 @@ function checkDetails(details: LocalisedDetails): void {
 }
 
 function checkDrawInFuture(drawsAt: string, now: string): void {
-  if (drawIsDueOrDone(drawsAt, now)) throw new DomainError('invalid', 'drawsAt must be in the future');
+  if (drawIsDueOrDone(drawsAt, now)) throw new DomainError('invalid', 'drawsAt must be in the future', ['drawsAt']);
 }
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);

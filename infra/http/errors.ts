@@ -58,7 +58,7 @@ function toHttpError(error: unknown): HttpError | null {
   if (error instanceof HttpError) return error;
   if (error instanceof ZodError) return badRequest(zodIssues(error));
   if (error instanceof DomainError) {
-    if (error.kind === 'invalid') return badRequest([{ message: error.message }]);
+    if (error.kind === 'invalid') return badRequest([{ message: error.message, ...(error.path ? { path: error.path } : {}) }]);
     if (error.kind === 'not_found') return notFound(error.message);
     return conflict(error.message);
   }
