@@ -28,6 +28,7 @@ import type { AllocationEvent } from '../domain/allocation.ts';
 import type { DomainEvent } from '../domain/decider.ts';
 import type { NewEvent, RecordedEvent, StreamAppend } from '../infra/event-store/port.ts';
 import { idFrom, uuidFrom } from '../infra/ids.ts';
+import { forgetInBatch, perBatch } from './batch-cache.ts';
 import { createTimeZoneTable, recordTimeZone, timeZoneOf } from './organisation-time-zones.ts';
 import type { Projection, ProjectionContext } from './projection.ts';
 
@@ -159,7 +160,6 @@ export const engagementEngine: Projection = {
     switch (event.type) {
       case 'OrganisationCreated':
       case 'OrganisationSettingsChanged':
-        batchCache(db).timeZones.clear();
         return recordTimeZone(db, 'engine_organisations', event);
       case 'ChallengeCreated':
       case 'ChallengeUpdated':
@@ -219,7 +219,7 @@ async function foldChallenge(db: Kysely<any>, event: ChallengeEvent): Promise<vo
   const next = challengeDecider.evolve(current, event);
   if (!next.exists) return;
   const { exists: _exists, ...record } = next;
-  batchCache(db).challenges.delete(record.communityId);
+  forgetInBatch(db, `challenges:${record.communityId}`);
   await db
     .insertInto('engine_challenges')
     .values({ id: challengeId, community_id: record.communityId, record: JSON.stringify(record) })
@@ -359,36 +359,13 @@ function supplies(rows: Map<string, AllocationRow>): Map<string, AllocationSuppl
   );
 }
 
-/**
- * What a batch reads again and again (a community's challenges, an organisation's time zone), kept for the
- * batch's transaction only: the key is the batch's scoped Kysely, so a rolled-back batch takes its cache
- * with it. The engine's own writes to these tables drop the entries they change.
- */
-const batchCaches = new WeakMap<Kysely<any>, { challenges: Map<string, ChallengeRecord[]>; timeZones: Map<string, string> }>();
-
-function batchCache(db: Kysely<any>) {
-  let cache = batchCaches.get(db);
-  if (!cache) batchCaches.set(db, (cache = { challenges: new Map(), timeZones: new Map() }));
-  return cache;
-}
-
-async function challengesOf(db: Kysely<any>, communityId: string): Promise<ChallengeRecord[]> {
-  const cache = batchCache(db).challenges;
-  let challenges = cache.get(communityId);
-  if (!challenges) {
-    challenges = (await db.selectFrom('engine_challenges').select('record').where('community_id', '=', communityId).orderBy('id').execute()).map(
+/** A community's challenges, read once per batch (the engine's own writes forget them). */
+function challengesOf(db: Kysely<any>, communityId: string): Promise<ChallengeRecord[]> {
+  return perBatch(db, `challenges:${communityId}`, async () =>
+    (await db.selectFrom('engine_challenges').select('record').where('community_id', '=', communityId).orderBy('id').execute()).map(
       (row) => row.record as ChallengeRecord,
-    );
-    cache.set(communityId, challenges);
-  }
-  return challenges;
-}
-
-async function cachedTimeZone(db: Kysely<any>, organisationId: string): Promise<string> {
-  const cache = batchCache(db).timeZones;
-  let timeZone = cache.get(organisationId);
-  if (timeZone === undefined) cache.set(organisationId, (timeZone = await timeZoneOf(db, 'engine_organisations', organisationId)));
-  return timeZone;
+    ),
+  );
 }
 
 type LoggedEvent = RecordedEvent<'CustomEventLogged', CustomEventLoggedData>;
@@ -453,7 +430,7 @@ async function engageCustomEvents(db: Kysely<any>, causes: LoggedEvent[], contex
     if (challenges.length > 0) {
       const decided = decideCustomEvent({
         event,
-        timeZone: await cachedTimeZone(db, event.organisationId),
+        timeZone: await timeZoneOf(db, 'engine_organisations', event.organisationId),
         challenges,
         progress: new Map(
           challenges.flatMap((c) => {

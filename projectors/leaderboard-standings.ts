@@ -3,6 +3,7 @@ import type { EngagementEvent, LeaderboardWindowEvent } from '../domain/engageme
 import type { Condition, LeaderboardEvent, MetricType } from '../domain/leaderboard.ts';
 import type { UserEvent } from '../domain/user.ts';
 import { isoWeekOf, leaderboardWindowAt, localDate, type WindowedLeaderboard } from '../domain/windows.ts';
+import { forgetInBatch, perBatch } from './batch-cache.ts';
 import { createTimeZoneTable, recordTimeZone, timeZoneOf } from './organisation-time-zones.ts';
 import type { Projection } from './projection.ts';
 
@@ -194,8 +195,24 @@ export const leaderboardStandingsProjection: Projection = {
   },
 };
 
+/** The organisation's leaderboards that count facts (scheduled, live or expired), read once per batch. */
+function countingLeaderboards(db: Kysely<any>, organisationId: string) {
+  return perBatch(
+    db,
+    `leaderboards:${organisationId}`,
+    async () =>
+      (await db
+        .selectFrom('standings_leaderboards')
+        .selectAll()
+        .where('organisation_id', '=', organisationId)
+        .where('status', 'in', ['scheduled', 'live', 'expired'])
+        .execute()) as (StandingsLeaderboard & { starts_at: string; expires_at: string | null })[],
+  );
+}
+
 async function foldLeaderboard(db: Kysely<any>, event: LeaderboardEvent): Promise<void> {
-  const { leaderboardId } = event.data;
+  const { leaderboardId, organisationId } = event.data;
+  forgetInBatch(db, `leaderboards:${organisationId}`);
   switch (event.type) {
     case 'LeaderboardCreated': {
       const data = event.data;
@@ -239,17 +256,8 @@ async function countFact(db: Kysely<any>, event: EngagementEvent): Promise<void>
   const timeZone = await timeZoneOf(db, 'standings_organisations', organisationId);
   const moves = contributions(event, timeZone);
   if (moves.length === 0) return;
-  const leaderboards = (await db
-    .selectFrom('standings_leaderboards')
-    .selectAll()
-    .where('organisation_id', '=', organisationId)
-    .where(
-      'metric_type',
-      'in',
-      moves.map((move) => move.metric),
-    )
-    .where('status', 'in', ['scheduled', 'live', 'expired'])
-    .execute()) as (StandingsLeaderboard & { starts_at: string; expires_at: string | null })[];
+  const metrics = new Set(moves.map((move) => move.metric));
+  const leaderboards = (await countingLeaderboards(db, organisationId)).filter((leaderboard) => metrics.has(leaderboard.metric_type));
   if (leaderboards.length === 0) return;
   const needsVariables = leaderboards.some((leaderboard) => leaderboard.conditions.some((condition) => condition.type === 'variable-config'));
   const variables = needsVariables

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { OrganisationEvent } from '../domain/organisation.ts';
 import type { RecordedEvent } from '../infra/event-store/port.ts';
+import { forgetInBatch, perBatch } from './batch-cache.ts';
 
 /**
  * The organisations' time zones, as a projection that needs them keeps its own copy (a read model only
@@ -23,10 +24,13 @@ export async function recordTimeZone(db: Kysely<any>, table: string, event: Reco
     .values({ id: organisationId, time_zone: timezone })
     .onConflict((oc) => oc.column('id').doUpdateSet({ time_zone: timezone }))
     .execute();
+  forgetInBatch(db, `${table}:${organisationId}`);
 }
 
-/** UTC until the organisation is known. */
-export async function timeZoneOf(db: Kysely<any>, table: string, organisationId: string): Promise<string> {
-  const row = await db.selectFrom(table).select('time_zone').where('id', '=', organisationId).executeTakeFirst();
-  return (row?.time_zone as string | undefined) ?? 'UTC';
+/** UTC until the organisation is known. Read once per batch. */
+export function timeZoneOf(db: Kysely<any>, table: string, organisationId: string): Promise<string> {
+  return perBatch(db, `${table}:${organisationId}`, async () => {
+    const row = await db.selectFrom(table).select('time_zone').where('id', '=', organisationId).executeTakeFirst();
+    return (row?.time_zone as string | undefined) ?? 'UTC';
+  });
 }
