@@ -604,18 +604,23 @@ function assetTerms(terms: RewardTerms) {
   };
 }
 
-/** Where a leaderboard pay-out lands: the leaderboard's community, else where the user was last active. */
-async function payoutCommunity(db: Kysely<any>, leaderboardCommunity: string | null, userId: string): Promise<string | null> {
-  if (leaderboardCommunity) return leaderboardCommunity;
-  const row = await db
+/**
+ * Where each user's leaderboard pay-out lands: the leaderboard's community, else where the user was last
+ * active (ties by community id), for all the rewarded users in one query.
+ */
+async function payoutCommunities(db: Kysely<any>, leaderboardCommunity: string | null, userIds: string[]): Promise<Map<string, string>> {
+  if (leaderboardCommunity) return new Map(userIds.map((userId) => [userId, leaderboardCommunity]));
+  if (userIds.length === 0) return new Map();
+  const rows = await db
     .selectFrom('engine_members')
-    .select('community_id')
-    .where('user_id', '=', userId)
+    .select(['user_id', 'community_id'])
+    .distinctOn('user_id')
+    .where('user_id', 'in', userIds)
+    .orderBy('user_id')
     .orderBy('last_active_at', 'desc')
     .orderBy('community_id')
-    .limit(1)
-    .executeTakeFirst();
-  return (row?.community_id as string | undefined) ?? null;
+    .execute();
+  return new Map(rows.map((row) => [row.user_id as string, row.community_id as string]));
 }
 
 /** Rank rewards once per (leaderboard, window, user, tier): the window closes once, and this applies once. */
@@ -633,11 +638,17 @@ async function payRankRewards(
     tiers.flatMap((tier) => tier.rewardsConfig.allocations.map((a) => a.id)),
   );
   const allocations = supplies(rows);
+  const rewarded = (tier: RankDistribution) => closed.standings.filter((s) => s.rank >= tier.startRank && s.rank <= tier.endRank);
+  const communities = await payoutCommunities(
+    db,
+    leaderboard.community_id as string | null,
+    tiers.flatMap((tier) => rewarded(tier).map((standing) => standing.userId)),
+  );
   const facts: EngagementEvent[] = [];
   const distributions: AllocationDistributedEvent[] = [];
   for (const tier of tiers) {
-    for (const standing of closed.standings.filter((s) => s.rank >= tier.startRank && s.rank <= tier.endRank)) {
-      const communityId = await payoutCommunity(db, leaderboard.community_id as string | null, standing.userId);
+    for (const standing of rewarded(tier)) {
+      const communityId = communities.get(standing.userId);
       if (!communityId) continue;
       const who = { organisationId: closed.organisationId, communityId, userId: standing.userId, occurredAt: closed.windowEnd };
       const source: PayoutSource = {
