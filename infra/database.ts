@@ -132,3 +132,18 @@ function pgliteDialect(pglite: PGlite): Dialect {
 export function quoteIdentifier(name: string): string {
   return `"${name.replaceAll('"', '""')}"`;
 }
+
+/**
+ * A connection whose table types are not known where it is handed over: the projector runtime drives read
+ * models and process managers of many table sets, and each types its own with `withTableTypes`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type UntypedDb = Kysely<any>;
+
+/**
+ * Kysely's table types exist at compile time only: one connection serves any set of tables (what Kysely's
+ * `withTables` does, without its index-signature constraint, which interfaces do not meet).
+ */
+export function withTableTypes<Tables>(db: UntypedDb): Kysely<Tables> {
+  return db;
+}

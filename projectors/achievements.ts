@@ -5,7 +5,7 @@ import type { EngagementEvent, LeaderboardWindowEvent } from '../domain/engageme
 import type { LeaderboardEvent, RankReward } from '../domain/leaderboard.ts';
 import type { RecordedEvent } from '../infra/event-store/port.ts';
 import { idFrom } from '../infra/ids.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 export const ACHIEVEMENTS_PROJECTION = 'achievements';
 

@@ -3,7 +3,7 @@ import type { EngagementEvent } from '../domain/engagement-events.ts';
 import { localDate } from '../domain/windows.ts';
 import { addTo } from './counters.ts';
 import { TIME_ZONE_EVENTS, createTimeZoneTable, recordTimeZone, timeZoneOf } from './organisation-time-zones.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 export const STEP_ANALYTICS_PROJECTION = 'challenge_step_analytics';
 

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { challengeDecider, type ChallengeEvent, type ChallengeRecord, type ChallengeState } from '../domain/challenge.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /**
  * Challenges as the admin API shows them (the whole record in `document`, folded by the domain's own

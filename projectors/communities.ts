@@ -1,5 +1,5 @@
 import type { CommunityEvent } from '../domain/community.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /** Communities as the admin API shows them. */
 export const communitiesProjection: Projection = {

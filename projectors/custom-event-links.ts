@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { CustomEventLinkEvent } from '../domain/custom-event-link.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /** Custom event links of each organisation and who redeemed them. */
 export const customEventLinksProjection: Projection = {

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { CustomEventEvent } from '../domain/custom-event.ts';
 import type { RecordedEvent } from '../infra/event-store/port.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /** The lists `custom_event_counts` counts per organisation: all its events, or one user's, community's or name's (`value`). */
 export type EventCountDimension = 'all' | 'user' | 'community' | 'name';

@@ -1,6 +1,6 @@
 import type { OrganisationEvent } from '../domain/organisation.ts';
 import { scheduleJob } from '../infra/jobs.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 export const DOMAIN_VERIFICATION_JOB = 'domain-verification';
 

@@ -30,7 +30,8 @@ import type { NewEvent, RecordedEvent, StreamAppend } from '../infra/event-store
 import { idFrom, uuidFrom } from '../infra/ids.ts';
 import { forgetInBatch, perBatch } from './batch-cache.ts';
 import { createTimeZoneTable, recordTimeZone, timeZoneOf } from './organisation-time-zones.ts';
-import type { Projection, ProjectionContext } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
+type ProjectionContext = Parameters<Projection['apply']>[2];
 
 export const ENGINE_PROJECTION = 'engagement_engine';
 

@@ -6,7 +6,7 @@ import type { RewardEvent } from '../domain/reward.ts';
 import { leaderboardWindowAt, nextWindow, type Window, type WindowedLeaderboard } from '../domain/windows.ts';
 import { scheduleJob } from '../infra/jobs.ts';
 import { createTimeZoneTable, recordTimeZone, timeZoneOf } from './organisation-time-zones.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 export const LEADERBOARD_STATUS_JOB = 'leaderboard-status';
 export const WINDOW_CLOSE_JOB = 'leaderboard-window-close';

@@ -1,6 +1,6 @@
 import type { GameEvent, GameRecord, GameState } from '../domain/game.ts';
 import { gameDecider } from '../domain/game.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /** Game configs with their prizes, the whole record in `document`, folded by the domain's own `evolve`. */
 export const gamesProjection: Projection = {

@@ -4,7 +4,7 @@ import type { RewardEvent } from '../domain/reward.ts';
 import { localDate } from '../domain/windows.ts';
 import { addTo } from './counters.ts';
 import { TIME_ZONE_EVENTS, createTimeZoneTable, recordTimeZone, timeZoneOf } from './organisation-time-zones.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 export const GIVEAWAY_ANALYTICS_PROJECTION = 'giveaway_analytics';
 

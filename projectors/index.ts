@@ -9,7 +9,8 @@ import { gamesProjection } from './games.ts';
 import { organisationsProjection } from './organisations.ts';
 import { rewardAllocationsProjection } from './reward-allocations.ts';
 import { rewardsProjection } from './rewards.ts';
-import type { Projection } from './projection.ts';
+import type { Consumer } from './runtime/consumer.ts';
+import { fromLegacy } from './legacy.ts';
 import { usersProjection } from './users.ts';
 import { variableConfigsProjection } from './variable-configs.ts';
 import { engagementEngine } from './engagement-engine.ts';
@@ -23,27 +24,27 @@ import { rewardEntriesProjection } from './reward-entries.ts';
 import { achievementsProjection } from './achievements.ts';
 
 /** Every read model the service keeps. */
-export const projections: readonly Projection[] = [
-  organisationsProjection,
-  leaderboardsProjection,
-  rewardsProjection,
-  rewardAllocationsProjection,
-  communitiesProjection,
-  variableConfigsProjection,
-  usersProjection,
-  domainVerificationProcess,
-  invitationsProjection,
-  customEventsProjection,
-  customEventLinksProjection,
-  challengesProjection,
-  gamesProjection,
-  engagementEngine,
-  engagementSchedule,
-  leaderboardStandingsProjection,
-  userLedgersProjection,
-  giveawayAnalyticsProjection,
-  challengeStepAnalyticsProjection,
-  rewardAssetsProjection,
-  rewardEntriesProjection,
-  achievementsProjection,
+export const projections: readonly Consumer[] = [
+  fromLegacy(organisationsProjection),
+  fromLegacy(leaderboardsProjection),
+  fromLegacy(rewardsProjection),
+  fromLegacy(rewardAllocationsProjection),
+  fromLegacy(communitiesProjection),
+  fromLegacy(variableConfigsProjection),
+  fromLegacy(usersProjection),
+  fromLegacy(domainVerificationProcess, 'process-manager'),
+  fromLegacy(invitationsProjection),
+  fromLegacy(customEventsProjection),
+  fromLegacy(customEventLinksProjection),
+  fromLegacy(challengesProjection),
+  fromLegacy(gamesProjection),
+  fromLegacy(engagementEngine, 'process-manager'),
+  fromLegacy(engagementSchedule, 'process-manager'),
+  fromLegacy(leaderboardStandingsProjection),
+  fromLegacy(userLedgersProjection),
+  fromLegacy(giveawayAnalyticsProjection),
+  fromLegacy(challengeStepAnalyticsProjection),
+  fromLegacy(rewardAssetsProjection),
+  fromLegacy(rewardEntriesProjection),
+  fromLegacy(achievementsProjection),
 ];

@@ -1,6 +1,6 @@
 import type { InvitationEvent } from '../domain/invitation.ts';
 import { scheduleJob } from '../infra/jobs.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 export const INVITATION_EMAIL_JOB = 'invitation-email';
 

@@ -5,7 +5,7 @@ import type { UserEvent } from '../domain/user.ts';
 import { isoWeekOf, leaderboardWindowAt, localDate, type WindowedLeaderboard } from '../domain/windows.ts';
 import { forgetInBatch, perBatch } from './batch-cache.ts';
 import { createTimeZoneTable, recordTimeZone, timeZoneOf } from './organisation-time-zones.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 export const STANDINGS_PROJECTION = 'leaderboard_standings';
 

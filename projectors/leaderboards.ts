@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { rankRewardsOf, type LeaderboardEvent } from '../domain/leaderboard.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /** Leaderboard configs as the admin API shows them, and their rank-range distributions (one row per range). */
 export const leaderboardsProjection: Projection = {

@@ -3,7 +3,8 @@ import type { EventStore, Position, RecordedEvent } from '../infra/event-store/p
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { HttpError, conflict, notFound } from '../infra/http/errors.ts';
 import type { Logger } from '../infra/logging.ts';
-import type { Projection, ProjectionContext } from './projection.ts';
+import type { Consumer as Projection, BatchContext as ProjectionContext } from './runtime/consumer.ts';
+import { scheduleJob } from '../infra/jobs.ts';
 import { schemaOf, startRebuild, type GenerationRow } from './runtime.ts';
 
 /**
@@ -151,7 +152,7 @@ export async function retryParked(db: Kysely<any>, store: EventStore, projection
   if (!event) throw conflict(`Event ${parked.event_id} is no longer in ${parked.stream}`);
   try {
     await db.transaction().execute(async (trx) => {
-      await projection.apply(trx.withSchema(schemaOf(parked.name, parked.generation)), event, contextFor(trx, store));
+      await projection.apply(trx.withSchema(schemaOf(parked.name, parked.generation)), [event], contextFor(trx, store));
       const removed = await trx.deleteFrom('projection_parked').where('id', '=', id).executeTakeFirst();
       if (Number(removed.numDeletedRows) !== 1) throw conflict(`Parked event ${id} was resolved meanwhile`);
     });
@@ -232,5 +233,6 @@ async function findEvent(store: EventStore, stream: string, eventId: string): Pr
 function contextFor(trx: Kysely<any>, store: EventStore): ProjectionContext {
   return {
     append: (appends) => (store instanceof PostgresEventStore ? store.appendInTransaction(trx, appends) : store.appendMultiple(appends)),
+    schedule: (job) => scheduleJob(trx, job),
   };
 }

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { DomainNameEvent, OrganisationEvent } from '../domain/organisation.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /** Tenancy: organisations, the domains they own, and their API tokens (hashes only). Auth reads these. */
 export const organisationsProjection: Projection = {

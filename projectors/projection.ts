@@ -1,35 +1,52 @@
 import type { Kysely, Migration } from 'kysely';
-import type { AppendResult, EventFilter, RecordedEvent, StreamAppend } from '../infra/event-store/port.ts';
+import { withTableTypes } from '../infra/database.ts';
+import type { RecordedEvent } from '../infra/event-store/port.ts';
+import type { Consumer, Recorded } from './runtime/consumer.ts';
+
+export type { Recorded } from './runtime/consumer.ts';
 
 /**
- * A read model: its tables (created by its migrations) and the handler that folds events into them.
+ * A read model: its tables (declared as a TypeScript interface beside its migrations, `Kysely<Tables>`),
+ * the event types it handles, and a set-based `apply` that folds a whole batch in memory and writes the
+ * result with few statements (multi-row upserts, `unnest`), in the batch's transaction with its checkpoint.
  * The handler writes through a Kysely scoped to the generation's schema, so a rebuild writes the same code
  * into fresh tables while the live generation keeps serving.
  */
-export interface Projection {
+export interface ProjectionDefinition<Tables, E extends { type: string; data: unknown }> {
   /** Lowercase letters, digits and underscores; part of the generation's schema name. */
   readonly name: string;
   /** Bump when the handler's meaning changes: start-up then rebuilds from the log and swaps the result in. */
   readonly version: number;
   /** Tables readers use; each is exposed in `public` as a view on the live generation's table. */
-  readonly tables: readonly string[];
+  readonly tables: readonly (keyof Tables & string)[];
   /** Applied in order, by name, against the generation's schema. Use the schema builder, not raw SQL names. */
   readonly migrations: Record<string, Migration>;
-  /** Only events that match reach `apply`; the checkpoint still moves past the others. */
-  readonly filter?: EventFilter;
+  /** Only these event types reach `apply`. */
+  readonly canHandle: readonly E['type'][];
   /** When an event keeps failing: park it and go on (default), or stop the projection. */
   readonly onFailure?: { attempts: number; then: 'park' | 'stop' };
-  apply(db: Kysely<any>, event: RecordedEvent, context: ProjectionContext): Promise<void>;
-  /** A whole batch at once, when the projection can do it in fewer round trips; the same effect as `apply` on each. */
-  applyBatch?(db: Kysely<any>, events: RecordedEvent[], context: ProjectionContext): Promise<void>;
+  /**
+   * Folds a batch (log order, never empty) into the tables. Must equal applying the events one at a time in
+   * order: the runtime falls back to that to find and park a poison event.
+   */
+  apply(db: Kysely<Tables>, events: readonly Recorded<E>[]): Promise<void>;
 }
 
-/** What a process manager may do besides writing its tables. */
-export interface ProjectionContext {
-  /**
-   * Appends events as part of the batch: with the PostgreSQL store in the batch's own transaction, so the
-   * events and the checkpoint that consumed their cause commit together (exactly once). Other stores append
-   * at once; deterministic event ids then make a re-applied batch append nothing new.
-   */
-  append(appends: StreamAppend[]): Promise<AppendResult[]>;
+export interface Projection extends Consumer {
+  readonly kind: 'projection';
+}
+
+/** Types a read model's definition against its tables and events, and erases it for the runtime. */
+export function defineProjection<Tables, E extends { type: string; data: unknown }>(definition: ProjectionDefinition<Tables, E>): Projection {
+  return {
+    kind: 'projection',
+    name: definition.name,
+    version: definition.version,
+    tables: definition.tables,
+    migrations: definition.migrations,
+    canHandle: new Set<string>(definition.canHandle),
+    ...(definition.onFailure ? { onFailure: definition.onFailure } : {}),
+    // The runtime hands over only events whose type is in `canHandle`, so the narrowing holds.
+    apply: (db, events) => definition.apply(withTableTypes<Tables>(db), events as readonly RecordedEvent[] as readonly Recorded<E>[]),
+  };
 }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { AllocationEvent } from '../domain/allocation.ts';
 import type { AllocationDistributedEvent } from '../domain/engagement-events.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /**
  * Reward allocations: each allocation's supply and what has been distributed from it, joined to

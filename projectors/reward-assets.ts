@@ -1,6 +1,6 @@
 import type { RewardAssetEvent } from '../domain/engagement-events.ts';
 import { assetFromGrant } from '../domain/reward-asset.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /**
  * Reward assets: one row per asset granted (`rewardasset-<assetId>`), every field of the contract's reward

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { AllocationDistributedEvent, GiveawayDrawnEvent } from '../domain/engagement-events.ts';
 import { idFrom } from '../infra/ids.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /** One entry record per (reward, user): the same id however often it is rebuilt. */
 export function rewardEntryId(rewardId: string, userId: string): string {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { RewardEvent } from '../domain/reward.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /**
  * Rewards as the admin API shows them, and as the distribution engine and analytics join them: one row

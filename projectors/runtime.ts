@@ -7,7 +7,8 @@ import { quoteIdentifier } from '../infra/database.ts';
 import { isAtOrAfter, type EventStore, type Position, type RecordedEvent, type SubscriptionBatch } from '../infra/event-store/port.ts';
 import type { Logger } from '../infra/logging.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
-import type { Projection, ProjectionContext } from './projection.ts';
+import type { Consumer as Projection, BatchContext as ProjectionContext } from './runtime/consumer.ts';
+import { scheduleJob } from '../infra/jobs.ts';
 
 /**
  * The projector runtime (DESIGN §3). Each projection lives in generations: schemas `rm_<name>_g<n>` with
@@ -413,7 +414,7 @@ class GenerationWorker {
 
   private async follow(stopped: AbortSignal, log: Logger): Promise<void> {
     let checkpoint = (await this.row())?.checkpoint ?? null;
-    const subscription = this.store.subscribe({ after: checkpoint, filter: this.projection.filter, batchSize: this.options.batchSize ?? 500 });
+    const subscription = this.store.subscribe({ after: checkpoint, batchSize: this.options.batchSize ?? 500 });
     const onStop = () => void subscription.close();
     stopped.addEventListener('abort', onStop, { once: true });
     try {
@@ -438,8 +439,8 @@ class GenerationWorker {
         await this.advance(trx, from, batch.checkpoint);
         const scoped = trx.withSchema(this.schema);
         const context = this.contextFor(trx);
-        if (this.projection.applyBatch) await this.projection.applyBatch(scoped, batch.events, context);
-        else for (const event of batch.events) await this.projection.apply(scoped, event, context);
+        const events = batch.events.filter((event) => this.projection.canHandle.has(event.type));
+        if (events.length > 0) await this.projection.apply(scoped, events, context);
         await this.options.onBatchApplied?.(this.projection.name, this.generation, batch);
       });
     } catch (error) {
@@ -461,6 +462,7 @@ class GenerationWorker {
         notified = true;
         return results;
       },
+      schedule: (job) => scheduleJob(trx, job),
     };
   }
 
@@ -473,7 +475,7 @@ class GenerationWorker {
         try {
           await this.db.transaction().execute(async (trx) => {
             await this.advance(trx, checkpoint, event.position);
-            await this.projection.apply(trx.withSchema(this.schema), event, this.contextFor(trx));
+            if (this.projection.canHandle.has(event.type)) await this.projection.apply(trx.withSchema(this.schema), [event], this.contextFor(trx));
           });
           lastError = undefined;
           break;

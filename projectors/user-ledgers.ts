@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { ACTION_CATEGORIES } from '../domain/challenge.ts';
 import type { EngagementEvent } from '../domain/engagement-events.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /**
  * Each user's ledgers per community, from the engine's facts: points, XP by category, completed challenges

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { UserEvent, UserProfile } from '../domain/user.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /**
  * Users (team members) of each organisation, with their variables. The `*_key` columns hold the lowercased

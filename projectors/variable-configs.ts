@@ -1,5 +1,5 @@
 import type { VariableConfigEvent } from '../domain/variable-config.ts';
-import type { Projection } from './projection.ts';
+import type { LegacyProjection as Projection } from './legacy.ts';
 
 /** Variable configs as the admin API shows them. */
 export const variableConfigsProjection: Projection = {

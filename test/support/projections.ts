@@ -1,15 +1,22 @@
 import { sql } from 'kysely';
-import type { Projection } from '../../projectors/projection.ts';
+import { defineProjection, type Projection } from '../../projectors/projection.ts';
+import type { DomainEvent } from '../../domain/decider.ts';
+
+export interface TallyTables {
+  tally: { event_id: string; stream: string; applied: number };
+}
+
+type TallyEvent = DomainEvent<'Counted' | 'Poison', unknown>;
 
 /**
  * A read model that counts how many times each event was applied: any count other than 1 is a double
  * (or lost) application. Events of type `Poison` always fail, to exercise parking.
  */
-export const tallyProjection: Projection = {
+export const tallyProjection: Projection = defineProjection<TallyTables, TallyEvent>({
   name: 'tally',
   version: 1,
   tables: ['tally'],
-  filter: { categories: ['tally'] },
+  canHandle: ['Counted', 'Poison'],
   migrations: {
     '0001_tally': {
       async up(db) {
@@ -22,15 +29,17 @@ export const tallyProjection: Projection = {
       },
     },
   },
-  async apply(db, event) {
-    if (event.type === 'Poison') throw new Error(`cannot apply ${event.id}`);
+  async apply(db, events) {
+    const poison = events.find((event) => event.type === 'Poison');
+    if (poison) throw new Error(`cannot apply ${poison.id}`);
+    // One statement for the batch; an event id twice in one batch cannot happen (ids are unique in the log).
     await db
       .insertInto('tally')
-      .values({ event_id: event.id, stream: event.stream, applied: 1 })
+      .values(events.map((event) => ({ event_id: event.id, stream: event.stream, applied: 1 })))
       .onConflict((oc) => oc.column('event_id').doUpdateSet({ applied: sql`tally.applied + 1` }))
       .execute();
   },
-};
+});
 
 export async function waitUntil(condition: () => Promise<boolean> | boolean, timeoutMs = 20_000, what = 'condition'): Promise<void> {
   const deadline = Date.now() + timeoutMs;

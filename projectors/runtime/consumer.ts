@@ -1,0 +1,50 @@
+import type { Migration } from 'kysely';
+import type { UntypedDb } from '../../infra/database.ts';
+import type { AppendResult, RecordedEvent, StreamAppend } from '../../infra/event-store/port.ts';
+import type { DueJob } from '../../infra/jobs.ts';
+
+/**
+ * What the projector runtime drives, type-erased: a read model (`projection`) or a process manager. Both
+ * consume the ordered log in batches and commit their writes with their checkpoint in one transaction;
+ * they differ in what they may do (a projection writes its own tables only; a process manager also appends
+ * events and schedules jobs) and in what they expose (a projection's tables become views in `public`; a
+ * process manager's state is private).
+ */
+export interface Consumer {
+  readonly kind: 'projection' | 'process-manager';
+  /** Lowercase letters, digits and underscores; part of the generation's schema name. */
+  readonly name: string;
+  /** Bump when the meaning changes: start-up then builds a new generation from the log and swaps it in. */
+  readonly version: number;
+  /** Tables exposed to readers as views in `public` (none for a process manager). */
+  readonly tables: readonly string[];
+  /** Applied in order, by name, against the generation's schema. */
+  readonly migrations: Record<string, Migration>;
+  /** The event types it handles; the runtime hands it nothing else (the checkpoint still moves past the rest). */
+  readonly canHandle: ReadonlySet<string>;
+  /** When an event keeps failing: park it and go on (default), or stop. */
+  readonly onFailure?: { attempts: number; then: 'park' | 'stop' };
+  /**
+   * Applies a batch: events in log order, every one of a type in `canHandle`, never empty. Must have the
+   * same effect as applying them one at a time in order (the runtime does that to find a poison event).
+   * `db` is scoped to the generation's schema and runs in the batch's transaction.
+   */
+  apply(db: UntypedDb, events: readonly RecordedEvent[], context: BatchContext): Promise<void>;
+}
+
+/** What the runtime offers a batch besides its tables. */
+export interface BatchContext {
+  /**
+   * Appends events as part of the batch: with the PostgreSQL store in the batch's own transaction, so the
+   * events and the checkpoint that consumed their cause commit together (exactly once). Other stores append
+   * at once; deterministic event ids then make a re-applied batch append nothing new.
+   */
+  append(appends: StreamAppend[]): Promise<AppendResult[]>;
+  /** Records due work in `public.scheduled_jobs` in the batch's transaction (a deterministic id schedules once). */
+  schedule(job: DueJob): Promise<void>;
+}
+
+/**
+ * A domain event union (`{type, data}`) as the log records it: `switch (event.type)` narrows `event.data`.
+ */
+export type Recorded<E extends { type: string; data: unknown }> = E extends unknown ? RecordedEvent<E['type'], E['data']> : never;
