@@ -1,15 +1,24 @@
 import type { Kysely } from 'kysely';
 import type { OrganisationEvent } from '../domain/organisation.ts';
-import type { RecordedEvent } from '../infra/event-store/port.ts';
+import { withTableTypes, type UntypedDb } from '../infra/database.ts';
+import type { Recorded } from './runtime/consumer.ts';
 import { forgetInBatch, perBatch } from './batch-cache.ts';
 
 /**
- * The organisations' time zones, as a projection that needs them keeps its own copy (a read model only
- * reads its own tables, so a rebuild depends on nothing else). Each projection names its table.
+ * The organisations' time zones, as a read model or process manager that needs them keeps its own copy (a
+ * read model only reads its own tables, so a rebuild depends on nothing else). Each one names its table.
  */
 export const TIME_ZONE_EVENTS = ['OrganisationCreated', 'OrganisationSettingsChanged'] as const;
 
-export async function createTimeZoneTable(db: Kysely<any>, table: string): Promise<void> {
+export type TimeZoneEvent = Extract<OrganisationEvent, { type: (typeof TIME_ZONE_EVENTS)[number] }>;
+
+/** The row of a time zone table: declare `{ [table]: TimeZoneRow }` among the owner's tables. */
+export interface TimeZoneRow {
+  id: string;
+  time_zone: string;
+}
+
+export async function createTimeZoneTable(db: Kysely<unknown>, table: string): Promise<void> {
   await db.schema
     .createTable(table)
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -17,8 +26,56 @@ export async function createTimeZoneTable(db: Kysely<any>, table: string): Promi
     .execute();
 }
 
-export async function recordTimeZone(db: Kysely<any>, table: string, event: RecordedEvent): Promise<void> {
-  const { organisationId, timezone } = (event as unknown as Extract<OrganisationEvent, { type: (typeof TIME_ZONE_EVENTS)[number] }>).data;
+export function isTimeZoneEvent(event: { type: string }): event is Recorded<TimeZoneEvent> {
+  return (TIME_ZONE_EVENTS as readonly string[]).includes(event.type);
+}
+
+/**
+ * A batch's view of the time zones: loads those of the organisations the batch names in one query, follows
+ * the batch's own changes in log order (a fact after a change of zone in the same batch sees the new zone),
+ * and writes what changed in one statement. UTC until the organisation is known.
+ */
+export class BatchTimeZones {
+  private readonly changed = new Map<string, string>();
+
+  private constructor(
+    private readonly db: Kysely<Record<string, TimeZoneRow>>,
+    private readonly table: string,
+    private readonly zones: Map<string, string>,
+  ) {}
+
+  static async load(db: UntypedDb, table: string, organisationIds: Iterable<string>): Promise<BatchTimeZones> {
+    const typed = withTableTypes<Record<string, TimeZoneRow>>(db);
+    const ids = [...new Set(organisationIds)];
+    const rows = ids.length === 0 ? [] : await typed.selectFrom(table).select(['id', 'time_zone']).where('id', 'in', ids).execute();
+    return new BatchTimeZones(typed, table, new Map(rows.map((row) => [row.id, row.time_zone])));
+  }
+
+  /** Follows a time zone event (in log order with the facts that use it). */
+  record(event: Recorded<TimeZoneEvent>): void {
+    this.zones.set(event.data.organisationId, event.data.timezone);
+    this.changed.set(event.data.organisationId, event.data.timezone);
+  }
+
+  of(organisationId: string): string {
+    return this.zones.get(organisationId) ?? 'UTC';
+  }
+
+  /** Writes the batch's changes: one multi-row upsert. */
+  async save(): Promise<void> {
+    if (this.changed.size === 0) return;
+    await this.db
+      .insertInto(this.table)
+      .values([...this.changed].map(([id, time_zone]) => ({ id, time_zone })))
+      .onConflict((oc) => oc.column('id').doUpdateSet((eb) => ({ time_zone: eb.ref('excluded.time_zone') })))
+      .execute();
+    this.changed.clear();
+  }
+}
+
+// TEMPORARY, for the projections not yet converted to batches (removed with projectors/legacy.ts).
+export async function recordTimeZone(db: UntypedDb, table: string, event: { data: unknown }): Promise<void> {
+  const { organisationId, timezone } = (event as Recorded<TimeZoneEvent>).data;
   await db
     .insertInto(table)
     .values({ id: organisationId, time_zone: timezone })
@@ -27,8 +84,7 @@ export async function recordTimeZone(db: Kysely<any>, table: string, event: Reco
   forgetInBatch(db, `${table}:${organisationId}`);
 }
 
-/** UTC until the organisation is known. Read once per batch. */
-export function timeZoneOf(db: Kysely<any>, table: string, organisationId: string): Promise<string> {
+export function timeZoneOf(db: UntypedDb, table: string, organisationId: string): Promise<string> {
   return perBatch(db, `${table}:${organisationId}`, async () => {
     const row = await db.selectFrom(table).select('time_zone').where('id', '=', organisationId).executeTakeFirst();
     return (row?.time_zone as string | undefined) ?? 'UTC';
