@@ -72,7 +72,7 @@ export class RowBatch<Row extends object> {
    * Writes the batch: deletes first, then one upsert of every changed row (all of its columns). `serialise`
    * turns a row into column values (JSON columns to text, say).
    */
-  async save(db: UntypedDb, serialise: (row: Row) => Record<string, unknown> = (row) => ({ ...row })): Promise<void> {
+  async save(db: UntypedDb, serialise: (row: Row) => Record<string, unknown> = (row) => ({ ...(row as Record<string, unknown>) })): Promise<void> {
     const deleted = [...this.deleted.values()];
     for (let start = 0; start < deleted.length; start += 2000) {
       const chunk = deleted.slice(start, start + 2000);
