@@ -227,12 +227,17 @@ export class KurrentDbEventStore implements EventStore {
   async readAll(options: ReadAllOptions = {}): Promise<ReadAllPage> {
     const limit = options.limit ?? 500;
     const scanned: AllStreamRecordedEvent[] = [];
-    for await (const event of this.visibleEvents(options.after ?? null, limit)) scanned.push(event);
+    const until = options.until ?? null;
+    for await (const event of this.visibleEvents(options.after ?? null, limit)) {
+      // Positions compare as strings: stop at `until`, where a known page begins.
+      if (until !== null && positionOf(event) > until) break;
+      scanned.push(event);
+    }
     const last = scanned[scanned.length - 1];
     return {
       events: scanned.filter((event) => matches(event, options.filter)).map(toRecorded),
       checkpoint: last ? positionOf(last) : null,
-      isEnd: scanned.length < limit,
+      isEnd: until === null && scanned.length < limit,
     };
   }
 
@@ -267,6 +272,10 @@ export class KurrentDbEventStore implements EventStore {
       },
       options,
     );
+  }
+
+  appendVersion(): number {
+    return this.signal.version;
   }
 
   /** Resolves when an append in this process may have landed, after at most one poll interval, or on abort. */

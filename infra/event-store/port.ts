@@ -68,6 +68,8 @@ export interface EventFilter {
 
 export interface ReadAllOptions {
   after?: Position | null;
+  /** Read no further than this position (inclusive): a page that must end where a known page begins. */
+  until?: Position | null;
   limit?: number;
   filter?: EventFilter;
 }
@@ -114,6 +116,10 @@ export interface EventStore {
   subscribe(options?: SubscribeOptions): Subscription;
   /** The last visible position and when it was written, or null for an empty log. */
   head(): Promise<{ position: Position; createdAt: Date } | null>;
+  /** Resolves when an append (here or, where the store can tell, elsewhere) may have landed, after `timeoutMs`, or on abort. */
+  waitForAppends(timeoutMs: number, signal: AbortSignal): Promise<void>;
+  /** Counts wake-ups seen so far: a wake-up that came during a read is not slept through. */
+  appendVersion(): number;
   /** How many visible events come after `after` (bounded by `cap` where counting is a scan). */
   countAfter(after: Position | null, cap?: number): Promise<number>;
   close(): Promise<void>;

@@ -25,6 +25,20 @@ import {
 const APPENDED_CHANNEL = 'es_appended';
 
 /**
+ * Appenders announce themselves: every transaction that appends takes this shared advisory lock (held to its
+ * end) before its first write, so before it has a transaction id. Readers then stop at the oldest *appender*
+ * still running (`es_horizon()`), not at the oldest transaction on the whole server: an idle transaction in
+ * another database, a read model's batch or a psql session left open no longer stall the log.
+ *
+ * Why it is exact: a reader takes a snapshot S, then reads the lock table L, then (a later statement) reads
+ * events below the horizon H = min(xmax(S), oldest announced xid running at S). An appender running at S got
+ * its xid before S and announced before that, so it is in L and H stops at it. An appender that gets its xid
+ * after S has one >= xmax(S) >= H. So every appender below H had finished at S, and the later read sees all
+ * of its events. Shared locks never wait for each other; appenders pay one lock-table entry.
+ */
+const APPENDER_LOCK = [0x45530001, 0x41505044] as const;
+
+/**
  * The event store's own tables. Order is (transaction_id, global_position): a reader never passes the
  * oldest transaction still running, so an event committed after a later-numbered one is never skipped.
  */
@@ -50,6 +64,30 @@ export const eventStoreMigrations: Record<string, Migration> = {
           unique (stream_name, stream_revision)
         )`.execute(db);
       await sql`create index es_events_log_order on es_events (transaction_id, global_position)`.execute(db);
+    },
+  },
+  '0002_append_horizon': {
+    // The read horizon from our own appenders only (see APPENDER_LOCK). Two statements, in this order: the
+    // snapshot first, then the live lock table, so an appender running at the snapshot is seen announced.
+    async up(db) {
+      await sql`
+        create or replace function es_horizon() returns xid8 language plpgsql volatile as $$
+        declare
+          snapshot pg_snapshot := pg_current_snapshot();
+          oldest xid8;
+        begin
+          select min(running) into oldest
+          from pg_snapshot_xip(snapshot) as running
+          where (running::text::bigint % 4294967296) in (
+            select xact.transactionid::text::bigint
+            from pg_locks announced
+            join pg_locks xact on xact.virtualtransaction = announced.virtualtransaction and xact.locktype = 'transactionid'
+            where announced.locktype = 'advisory'
+              and announced.database = (select oid from pg_database where datname = current_database())
+              and announced.classid = ${sql.raw(String(APPENDER_LOCK[0]))} and announced.objid = ${sql.raw(String(APPENDER_LOCK[1]))}
+              and announced.objsubid = 2);
+          return coalesce(oldest, pg_snapshot_xmax(snapshot));
+        end $$`.execute(db);
     },
   },
 };
@@ -108,17 +146,20 @@ export class PostgresEventStore implements EventStore {
   private async appendInOneStatement(append: StreamAppend): Promise<AppendResult | null> {
     const count = append.events.length.toString();
     const expected = append.expectedRevision ?? 'any';
+    // Every claim reads from `announced`, so the lock is taken before the statement's first write (its xid).
     const claim =
       expected === 'no_stream'
-        ? sql`insert into es_streams (stream_name, revision) values (${append.stream}, ${count}::bigint - 1) on conflict (stream_name) do nothing returning revision`
+        ? sql`insert into es_streams (stream_name, revision) select ${append.stream}, ${count}::bigint - 1 from announced
+              on conflict (stream_name) do nothing returning revision`
         : expected === 'any'
-          ? sql`insert into es_streams (stream_name, revision) values (${append.stream}, ${count}::bigint - 1)
+          ? sql`insert into es_streams (stream_name, revision) select ${append.stream}, ${count}::bigint - 1 from announced
                 on conflict (stream_name) do update set revision = es_streams.revision + ${count}::bigint returning revision`
-          : sql`update es_streams set revision = revision + ${count}::bigint where stream_name = ${append.stream}
+          : sql`update es_streams set revision = revision + ${count}::bigint from announced where stream_name = ${append.stream}
                 ${expected === 'stream_exists' ? sql`` : sql`and revision = ${expected.toString()}::bigint`} returning revision`;
     const row = (
       await sql<{ revision: string; transaction_id: string; global_position: string }>`
-      with claimed as (${claim}),
+      with announced as materialized (select ${announceSql}),
+      claimed as (${claim}),
       incoming as (
         select * from unnest(${append.events.map((e) => e.id!)}::uuid[], ${append.events.map((e) => e.type)}::text[],
           ${append.events.map((e) => JSON.stringify(e.data ?? null))}::jsonb[], ${append.events.map((e) => JSON.stringify(e.metadata ?? {}))}::jsonb[])
@@ -148,7 +189,10 @@ export class PostgresEventStore implements EventStore {
     // retry finds them and answers with the original result.
     for (let attempt = 0; ; attempt++) {
       try {
-        const results = await this.db.transaction().execute((trx) => this.appendInTransaction(trx, prepared, { notify: false }));
+        const results = await this.db.transaction().execute(async (trx) => {
+          await this.announceAppender(trx);
+          return this.appendInTransaction(trx, prepared, { notify: false });
+        });
         this.announce();
         return results;
       } catch (error) {
@@ -163,6 +207,7 @@ export class PostgresEventStore implements EventStore {
    * hold a transaction open). The caller commits; subscribers wake on the NOTIFY sent at commit.
    */
   async appendInTransaction(trx: Kysely<any>, unprepared: StreamAppend[], options: { notify?: boolean } = {}): Promise<AppendResult[]> {
+    await this.announceAppender(trx);
     const appends = withEventIds(unprepared);
     const known = await this.alreadyAppended(trx, appends);
     if (known) return known;
@@ -204,6 +249,28 @@ export class PostgresEventStore implements EventStore {
     }
     if (options.notify ?? true) await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
     return results;
+  }
+
+  /**
+   * Makes the transaction a known appender (APPENDER_LOCK). Call it before the transaction's first write; a
+   * transaction that already wrote without announcing could hide its events from a reader that has passed
+   * its id, so that is refused (the caller's transaction then rolls back). Announcing again is free.
+   */
+  async announceAppender(trx: Kysely<any>): Promise<void> {
+    const row = (
+      await sql<{ late: boolean }>`
+      with before as materialized (
+        select pg_current_xact_id_if_assigned() is not null
+          and not exists (select 1 from pg_locks where locktype = 'advisory' and pid = pg_backend_pid()
+            and classid = ${sql.raw(String(APPENDER_LOCK[0]))} and objid = ${sql.raw(String(APPENDER_LOCK[1]))} and objsubid = 2) as late)
+      select before.late, ${announceSql} from before`.execute(trx)
+    ).rows[0];
+    if (row?.late) throw new Error('An append must announce its transaction before the transaction writes anything (announceAppender)');
+  }
+
+  /** The read horizon: positions of transactions below it are final (see APPENDER_LOCK). */
+  private async horizon(): Promise<string> {
+    return (await sql<{ horizon: string }>`select es_horizon()::text as horizon`.execute(this.db)).rows[0]!.horizon;
   }
 
   /**
@@ -328,6 +395,8 @@ export class PostgresEventStore implements EventStore {
     const limit = options.limit ?? 500;
     const { filter } = options;
     const after = options.after ? parsePosition(options.after) : null;
+    const until = options.until ? parsePosition(options.until) : null;
+    const horizon = await this.horizon();
     // One window of the log in order; rows outside the filter come back without their payload, so the
     // checkpoint can move past them. The order names the table's columns: a bare `transaction_id` would
     // be the text alias of the select list, and '1000' sorts before '999'.
@@ -335,8 +404,9 @@ export class PostgresEventStore implements EventStore {
       await sql<EventRow>`
       select ${sql.join(eventColumns)}, ${matchesSql(filter)} as matches
       from es_events
-      where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+      where transaction_id < ${horizon}::xid8
         ${after ? sql`and (transaction_id, global_position) > (${after.major.toString()}::xid8, ${after.minor.toString()}::bigint)` : sql``}
+        ${until ? sql`and (transaction_id, global_position) <= (${until.major.toString()}::xid8, ${until.minor.toString()}::bigint)` : sql``}
       order by es_events.transaction_id, es_events.global_position
       limit ${limit}`.execute(this.db)
     ).rows;
@@ -344,7 +414,8 @@ export class PostgresEventStore implements EventStore {
     return {
       events: rows.filter((row) => row.matches).map(toRecorded),
       checkpoint: last ? formatPosition(BigInt(last.transaction_id), BigInt(last.global_position)) : null,
-      isEnd: rows.length < limit,
+      // A read bounded by `until` stops at a known position, never at the end of the log.
+      isEnd: !until && rows.length < limit,
     };
   }
 
@@ -360,6 +431,11 @@ export class PostgresEventStore implements EventStore {
     );
   }
 
+  appendVersion(): number {
+    this.ensureListening();
+    return this.signal.version;
+  }
+
   /** Resolves when an append (in this process or, through NOTIFY, any other) may have landed. */
   waitForAppends(timeoutMs: number, signal: AbortSignal): Promise<void> {
     this.ensureListening();
@@ -367,10 +443,11 @@ export class PostgresEventStore implements EventStore {
   }
 
   async head(): Promise<{ position: Position; createdAt: Date } | null> {
+    const horizon = await this.horizon();
     const row = (
       await sql<{ transaction_id: string; global_position: string; created_at: Date }>`
       select transaction_id::text as transaction_id, global_position, created_at from es_events
-      where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+      where transaction_id < ${horizon}::xid8
       order by es_events.transaction_id desc, es_events.global_position desc limit 1`.execute(this.db)
     ).rows[0];
     return row ? { position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)), createdAt: row.created_at } : null;
@@ -378,10 +455,11 @@ export class PostgresEventStore implements EventStore {
 
   async countAfter(after: Position | null): Promise<number> {
     const from = after ? parsePosition(after) : null;
+    const horizon = await this.horizon();
     const row = (
       await sql<{ count: string }>`
       select count(*) as count from es_events
-      where transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+      where transaction_id < ${horizon}::xid8
         ${from ? sql`and (transaction_id, global_position) > (${from.major.toString()}::xid8, ${from.minor.toString()}::bigint)` : sql``}`.execute(this.db)
     ).rows[0];
     return Number(row?.count ?? 0);
@@ -413,6 +491,8 @@ export class PostgresEventStore implements EventStore {
     this.unlisten ??= this.database.listen(APPENDED_CHANNEL, () => this.signal.notify());
   }
 }
+
+const announceSql = sql`pg_advisory_xact_lock_shared(${sql.raw(String(APPENDER_LOCK[0]))}, ${sql.raw(String(APPENDER_LOCK[1]))})`;
 
 const eventColumns = [
   sql`transaction_id::text as transaction_id`,
