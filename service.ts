@@ -26,7 +26,7 @@ import { errorHandler, unknownRoute } from './infra/http/errors.ts';
 import { createHttpApp } from './infra/http/plumbing.ts';
 import type { Logger } from './infra/logging.ts';
 import { projections } from './projectors/index.ts';
-import { ProjectionRunner, prepareProjections, projectionRuntimeMigrations, type RuntimeOptions } from './projectors/runtime.ts';
+import { ProjectionRunner, prepareProjections, projectionRuntimeMigrations, type RuntimeOptions } from './projectors/runtime/index.ts';
 import { communityQueries } from './query-api/communities.ts';
 import { healthRoutes, operationsApp } from './query-api/health.ts';
 import { countingAppends, createMetrics, type Metrics } from './infra/metrics.ts';
@@ -98,7 +98,11 @@ export async function openService(config: Config, logger: Logger, options: Servi
     );
     const clock = options.clock ?? systemClock;
     const ctx: ServiceContext = { config, database, store, logger, clock };
-    const runner = new ProjectionRunner(database, store, projections, logger, options.runtime);
+    // Batches take at most half the pool, so the API keeps connections whatever the projections do.
+    const runner = new ProjectionRunner(database, store, projections, logger, {
+      concurrency: Math.max(1, Math.floor(config.databasePoolSize / 2)),
+      ...options.runtime,
+    });
     if (options.projectors ?? true) await runner.start();
     const jobOptions = { queueName: `engage-jobs-${databaseName(config)}`, now: () => clock.now(), ...options.jobOptions };
     const jobs = redis

@@ -19,7 +19,7 @@ import { openPostgres } from '../infra/database.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { engagementEngine } from '../projectors/engagement-engine.ts';
 import { leaderboardsProjection } from '../projectors/leaderboards.ts';
-import { ProjectionRunner, liveGeneration, prepareProjections } from '../projectors/runtime.ts';
+import { ProjectionRunner, liveGeneration, prepareProjections } from '../projectors/runtime/index.ts';
 import { migrate } from '../service.ts';
 
 const appends = Number(process.env.BENCH_APPENDS ?? 3000);

@@ -7,7 +7,7 @@ import { isPosition } from '../infra/event-store/port.ts';
 import type { JobsStatus } from '../infra/job-status.ts';
 import type { ParkedEvent, RebuildProgress, RebuildStarted, RetryOutcome } from '../projectors/maintenance.ts';
 import { projections } from '../projectors/index.ts';
-import { ProjectionRunner, sleep, type ProjectionStatus } from '../projectors/runtime.ts';
+import { ProjectionRunner, sleep, type ProjectionStatus } from '../projectors/runtime/index.ts';
 import type { Service } from '../service.ts';
 import type { RunOperation } from './console-client.ts';
 import { printRecord, printTable, type WriteLine } from './output.ts';

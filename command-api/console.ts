@@ -5,7 +5,7 @@ import { forbidden, notFound } from '../infra/http/errors.ts';
 import { parse } from '../infra/http/request-context.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { projections } from '../projectors/index.ts';
-import { prepareProjections, projectionStatus } from '../projectors/runtime.ts';
+import { prepareProjections, projectionStatus } from '../projectors/runtime/index.ts';
 import { listParked, rebuildProgress, requestRebuild, retryParked, skipParked } from '../projectors/maintenance.ts';
 import {
   countLog,

@@ -19,7 +19,7 @@ import {
   type WindowCloseJob,
 } from '../projectors/engagement-schedule.ts';
 import { STANDINGS_PROJECTION } from '../projectors/leaderboard-standings.ts';
-import { waitForProjections } from '../projectors/runtime.ts';
+import { waitForProjections } from '../projectors/runtime/index.ts';
 import { rankedStandings } from '../query-api/leaderboard-standings.ts';
 import type { ServiceContext } from './context.ts';
 import { appendDecided } from './jobs.ts';

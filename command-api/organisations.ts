@@ -4,7 +4,7 @@ import { generateApiToken } from '../infra/auth.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { notFound, serviceUnavailable } from '../infra/http/errors.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
-import { waitForProjections } from '../projectors/runtime.ts';
+import { waitForProjections } from '../projectors/runtime/index.ts';
 import { handleCommand } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 

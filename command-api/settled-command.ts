@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { tenantOf } from '../infra/auth.ts';
 import { serviceUnavailable } from '../infra/http/errors.ts';
 import { eventMetadata, setEventPosition } from '../infra/http/request-context.ts';
-import { waitForProjections } from '../projectors/runtime.ts';
+import { waitForProjections } from '../projectors/runtime/index.ts';
 import { fingerprintOf, handleCommand, idempotencyKeyOf, type CommandPart, type Idempotency } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 

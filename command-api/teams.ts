@@ -17,7 +17,7 @@ import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { verifyInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { waitForProjections } from '../projectors/runtime.ts';
+import { waitForProjections } from '../projectors/runtime/index.ts';
 import type { CommandPart } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';

@@ -1,11 +1,12 @@
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
+import type { UntypedDb } from '../infra/database.ts';
 import type { EventStore, Position, RecordedEvent } from '../infra/event-store/port.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { HttpError, conflict, notFound } from '../infra/http/errors.ts';
 import type { Logger } from '../infra/logging.ts';
 import type { Consumer as Projection, BatchContext as ProjectionContext } from './runtime/consumer.ts';
 import { scheduleJob } from '../infra/jobs.ts';
-import { schemaOf, startRebuild, type GenerationRow } from './runtime.ts';
+import { runtimeDb, schemaOf, startRebuild, type GenerationRow } from './runtime/index.ts';
 
 /**
  * What an operator does to projections besides reading their status (projectors/runtime.ts): start or
@@ -24,7 +25,7 @@ export interface RebuildStarted {
  * Starts a blue/green rebuild, or finds the one under way: a `building` generation survives an
  * interruption with its checkpoint, so asking again continues it instead of starting over.
  */
-export async function requestRebuild(db: Kysely<any>, projection: Projection): Promise<RebuildStarted> {
+export async function requestRebuild(db: UntypedDb, projection: Projection): Promise<RebuildStarted> {
   const existing = await generationRows(db, projection.name, ['building']);
   if (existing[0] && existing[0].version !== projection.version) {
     throw conflict(
@@ -49,16 +50,16 @@ export interface RebuildProgress {
 }
 
 /** Where each rebuilding generation stands, in events of the log (its checkpoint moves past events it skips). */
-export async function rebuildProgress(db: Kysely<any>, store: EventStore, targets: { name: string; generation: number }[]): Promise<RebuildProgress[]> {
+export async function rebuildProgress(db: UntypedDb, store: EventStore, targets: { name: string; generation: number }[]): Promise<RebuildProgress[]> {
   const total = await store.countAfter(null);
   return Promise.all(
     targets.map(async (target) => {
-      const row = (await db
+      const row = await runtimeDb(db)
         .selectFrom('projection_generations')
-        .selectAll()
+        .select(['status', 'checkpoint', 'last_error'])
         .where('name', '=', target.name)
         .where('generation', '=', target.generation)
-        .executeTakeFirst()) as GenerationRow | undefined;
+        .executeTakeFirst();
       const behind = row ? await store.countAfter(row.checkpoint) : total;
       return {
         name: target.name,
@@ -88,8 +89,8 @@ export interface ParkedEvent {
 }
 
 /** Parked events of generations that still exist, oldest first. */
-export async function listParked(db: Kysely<any>, options: { name?: string; limit?: number } = {}): Promise<ParkedEvent[]> {
-  let query = db
+export async function listParked(db: UntypedDb, options: { name?: string; limit?: number } = {}): Promise<ParkedEvent[]> {
+  let query = runtimeDb(db)
     .selectFrom('projection_parked as p')
     .leftJoin('projection_generations as g', (join) => join.onRef('g.name', '=', 'p.name').onRef('g.generation', '=', 'p.generation'))
     .select([
@@ -110,7 +111,7 @@ export async function listParked(db: Kysely<any>, options: { name?: string; limi
     .limit(options.limit ?? 1000);
   if (options.name) query = query.where('p.name', '=', options.name);
   const rows = await query.execute();
-  return rows.map((row: any) => ({
+  return rows.map((row) => ({
     id: Number(row.id),
     name: row.name,
     generation: row.generation,
@@ -139,7 +140,7 @@ export interface RetryOutcome {
  * with the new error and one more attempt. The event is applied out of order, after the events the
  * projection went on with: that is what parking chose, and what the handler has to tolerate.
  */
-export async function retryParked(db: Kysely<any>, store: EventStore, projections: readonly Projection[], id: number, logger?: Logger): Promise<RetryOutcome> {
+export async function retryParked(db: UntypedDb, store: EventStore, projections: readonly Projection[], id: number, logger?: Logger): Promise<RetryOutcome> {
   const parked = await parkedRow(db, id);
   const projection = projections.find((p) => p.name === parked.name);
   if (!projection) throw conflict(`Parked event ${id} belongs to ${parked.name}, which this code does not know; skip it instead`);
@@ -153,7 +154,7 @@ export async function retryParked(db: Kysely<any>, store: EventStore, projection
   try {
     await db.transaction().execute(async (trx) => {
       await projection.apply(trx.withSchema(schemaOf(parked.name, parked.generation)), [event], contextFor(trx, store));
-      const removed = await trx.deleteFrom('projection_parked').where('id', '=', id).executeTakeFirst();
+      const removed = await runtimeDb(trx).deleteFrom('projection_parked').where('id', '=', String(id)).executeTakeFirst();
       if (Number(removed.numDeletedRows) !== 1) throw conflict(`Parked event ${id} was resolved meanwhile`);
     });
     logger?.info({ parkedId: id, projection: parked.name, eventId: parked.event_id }, 'parked event applied on retry');
@@ -161,10 +162,10 @@ export async function retryParked(db: Kysely<any>, store: EventStore, projection
   } catch (error) {
     if (error instanceof HttpError) throw error;
     const message = error instanceof Error ? error.message : String(error);
-    await db
+    await runtimeDb(db)
       .updateTable('projection_parked')
       .set({ attempts: sql`attempts + 1`, error: message })
-      .where('id', '=', id)
+      .where('id', '=', String(id))
       .execute();
     logger?.warn({ parkedId: id, projection: parked.name, eventId: parked.event_id, err: error }, 'parked event failed again on retry');
     return { id, name: parked.name, generation: parked.generation, outcome: 'failed', error: message };
@@ -172,9 +173,9 @@ export async function retryParked(db: Kysely<any>, store: EventStore, projection
 }
 
 /** Gives up on a parked event: it leaves the list; the projection stays past it (the event stays in the log). */
-export async function skipParked(db: Kysely<any>, id: number, logger?: Logger) {
+export async function skipParked(db: UntypedDb, id: number, logger?: Logger) {
   const parked = await parkedRow(db, id);
-  const removed = await db.deleteFrom('projection_parked').where('id', '=', id).executeTakeFirst();
+  const removed = await runtimeDb(db).deleteFrom('projection_parked').where('id', '=', String(id)).executeTakeFirst();
   if (Number(removed.numDeletedRows) !== 1) throw notFound(`No parked event ${id}`);
   logger?.warn({ parkedId: id, projection: parked.name, eventId: parked.event_id, stream: parked.stream }, 'parked event skipped');
   return {
@@ -193,11 +194,8 @@ export async function skipParked(db: Kysely<any>, id: number, logger?: Logger) {
  * How far each live projection is behind, in seconds: the age of the oldest event it has not applied
  * (one indexed read per projection, no counting).
  */
-export async function liveLag(db: Kysely<any>, store: EventStore, now = Date.now()): Promise<{ name: string; secondsBehind: number }[]> {
-  const rows = (await db.selectFrom('projection_generations').select(['name', 'checkpoint']).where('status', '=', 'live').orderBy('name').execute()) as Pick<
-    GenerationRow,
-    'name' | 'checkpoint'
-  >[];
+export async function liveLag(db: UntypedDb, store: EventStore, now = Date.now()): Promise<{ name: string; secondsBehind: number }[]> {
+  const rows = await runtimeDb(db).selectFrom('projection_generations').select(['name', 'checkpoint']).where('status', '=', 'live').orderBy('name').execute();
   return Promise.all(
     rows.map(async (row) => {
       const next = (await store.readAll({ after: row.checkpoint, limit: 1 })).events[0];
@@ -206,16 +204,20 @@ export async function liveLag(db: Kysely<any>, store: EventStore, now = Date.now
   );
 }
 
-async function parkedRow(db: Kysely<any>, id: number) {
-  const row = await db.selectFrom('projection_parked').selectAll().where('id', '=', id).executeTakeFirst();
+async function parkedRow(db: UntypedDb, id: number) {
+  const row = await runtimeDb(db).selectFrom('projection_parked').selectAll().where('id', '=', String(id)).executeTakeFirst();
   if (!row) throw notFound(`No parked event ${id}`);
-  return row as { id: string; name: string; generation: number; stream: string; event_id: string; event_type: string; event_position: Position };
+  return row;
 }
 
-async function generationRows(db: Kysely<any>, name: string, statuses: GenerationRow['status'][], generation?: number): Promise<GenerationRow[]> {
-  let query = db.selectFrom('projection_generations').selectAll().where('name', '=', name).where('status', 'in', statuses);
+async function generationRows(db: UntypedDb, name: string, statuses: GenerationRow['status'][], generation?: number): Promise<GenerationRow[]> {
+  let query = runtimeDb(db)
+    .selectFrom('projection_generations')
+    .select(['name', 'generation', 'version', 'status', 'checkpoint', 'last_error', 'applied_migrations', 'exposed_tables'])
+    .where('name', '=', name)
+    .where('status', 'in', statuses);
   if (generation !== undefined) query = query.where('generation', '=', generation);
-  return (await query.execute()) as GenerationRow[];
+  return query.execute();
 }
 
 /** The stream read forwards in pages until the event shows up: bounded memory however long the stream. */
@@ -230,7 +232,7 @@ async function findEvent(store: EventStore, stream: string, eventId: string): Pr
 }
 
 /** As the runtime does for a batch: with the PostgreSQL store, appends join the transaction. */
-function contextFor(trx: Kysely<any>, store: EventStore): ProjectionContext {
+function contextFor(trx: UntypedDb, store: EventStore): ProjectionContext {
   return {
     append: (appends) => (store instanceof PostgresEventStore ? store.appendInTransaction(trx, appends) : store.appendMultiple(appends)),
     schedule: (job) => scheduleJob(trx, job),

@@ -9,7 +9,7 @@ import { JOB_STATES, jobCounts } from '../infra/job-status.ts';
 import type { Logger } from '../infra/logging.ts';
 import type { Metrics } from '../infra/metrics.ts';
 import { liveLag } from '../projectors/maintenance.ts';
-import { projectionStatus } from '../projectors/runtime.ts';
+import { projectionStatus } from '../projectors/runtime/index.ts';
 
 /**
  * `/healthz`: the process answers. `/readyz`: every backing store answers too, and no live projection is

@@ -18,7 +18,7 @@ import {
 import { scheduleJob } from '../infra/jobs.ts';
 import { organisationsProjection } from '../projectors/organisations.ts';
 import { projections } from '../projectors/index.ts';
-import { ProjectionRunner, liveGeneration } from '../projectors/runtime.ts';
+import { ProjectionRunner, liveGeneration } from '../projectors/runtime/index.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { waitUntil } from './support/projections.ts';
 

@@ -3,7 +3,7 @@ import { redemptionEventId } from '../command-api/custom-event-links.ts';
 import type { CustomEventLinkEvent } from '../domain/custom-event-link.ts';
 import { newId } from '../infra/ids.ts';
 import { linkSigningKey, linkToken } from '../infra/link-signing.ts';
-import { waitForProjections } from '../projectors/runtime.ts';
+import { waitForProjections } from '../projectors/runtime/index.ts';
 import { startTestService, type TestService, type Tenant } from './support/service.ts';
 
 type Member = { id: string; externalUserId: string; userToken: string };

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitForProjections } from '../projectors/runtime.ts';
+import { waitForProjections } from '../projectors/runtime/index.ts';
 import { externalUserIdStream } from '../command-api/users.ts';
 import { startTestService, type TestService, type Tenant } from './support/service.ts';
 

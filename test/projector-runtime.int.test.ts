@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
-import { ProjectionRunner, liveGeneration, prepareProjections, projectionStatus, startRebuild, type RuntimeOptions } from '../projectors/runtime.ts';
+import { ProjectionRunner, liveGeneration, prepareProjections, projectionStatus, startRebuild, type RuntimeOptions } from '../projectors/runtime/index.ts';
 import { listParked, requestRebuild, retryParked, skipParked } from '../projectors/maintenance.ts';
 import type { Projection } from '../projectors/projection.ts';
 import { migrate } from '../service.ts';

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { projections } from '../projectors/index.ts';
-import { ProjectionRunner, liveGeneration, projectionStatus, schemaOf, startRebuild } from '../projectors/runtime.ts';
+import { ProjectionRunner, liveGeneration, projectionStatus, schemaOf, startRebuild } from '../projectors/runtime/index.ts';
 import { block, runProgramme, type Programme } from './support/programme.ts';
 import { asTenant } from './support/service.ts';
 import { waitUntil } from './support/projections.ts';

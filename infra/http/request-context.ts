@@ -5,7 +5,7 @@ import { tenantOf } from '../auth.ts';
 import { clockOf } from '../clock.ts';
 import type { EventMetadata, Position } from '../event-store/port.ts';
 import { isPosition } from '../event-store/port.ts';
-import { waitForProjections } from '../../projectors/runtime.ts';
+import { waitForProjections } from '../../projectors/runtime/index.ts';
 import { badRequest, serviceUnavailable, zodIssues } from './errors.ts';
 
 /** Metadata every event written on behalf of a request carries. */

@@ -8,7 +8,7 @@ import { loadConfig } from '../../infra/config.ts';
 import { openService, type Service, type ServiceOptions } from '../../service.ts';
 import { sql } from 'kysely';
 import { formatPosition } from '../../infra/event-store/port.ts';
-import { waitForProjections } from '../../projectors/runtime.ts';
+import { waitForProjections } from '../../projectors/runtime/index.ts';
 import { projections } from '../../projectors/index.ts';
 import { freshServerDatabase } from './databases.ts';
 import { httpClient } from './http.ts';

@@ -1,0 +1,383 @@
+import { Migrator, sql, type ColumnType, type Generated, type Kysely, type Migration } from 'kysely';
+import { quoteIdentifier, withTableTypes, type UntypedDb } from '../../infra/database.ts';
+import { isAtOrAfter, type Position } from '../../infra/event-store/port.ts';
+import type { Consumer } from './consumer.ts';
+
+/**
+ * Generations (DESIGN §3). Each consumer lives in generations: schemas `rm_<name>_g<n>` with a row in
+ * `projection_generations` holding status and checkpoint. A projection's live generation serves readers
+ * through views in `public`; a rebuild fills a `building` generation from position zero and swaps it in
+ * atomically once it has caught up. A process manager's generation is private (no views).
+ */
+export const projectionRuntimeMigrations: Record<string, Migration> = {
+  '0001_projection_runtime': {
+    async up(db) {
+      await db.schema
+        .createTable('projection_generations')
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('generation', 'integer', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull().check(sql`status in ('building', 'live', 'retired')`))
+        .addColumn('checkpoint', 'text')
+        .addColumn('lease_owner', 'text')
+        .addColumn('lease_until', 'timestamptz')
+        .addColumn('last_error', 'text')
+        .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+        .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+        .addColumn('live_since', 'timestamptz')
+        .addPrimaryKeyConstraint('projection_generations_pk', ['name', 'generation'])
+        .execute();
+      await sql`create unique index projection_one_live on projection_generations (name) where status = 'live'`.execute(db);
+      await sql`create unique index projection_one_building on projection_generations (name) where status = 'building'`.execute(db);
+      await db.schema
+        .createTable('projection_parked')
+        .addColumn('id', 'bigserial', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('generation', 'integer', (c) => c.notNull())
+        .addColumn('event_id', 'text', (c) => c.notNull())
+        .addColumn('event_position', 'text', (c) => c.notNull())
+        .addColumn('stream', 'text', (c) => c.notNull())
+        .addColumn('event_type', 'text', (c) => c.notNull())
+        .addColumn('error', 'text', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull())
+        .addColumn('parked_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+        .execute();
+      await db.schema.createIndex('projection_parked_by_name').on('projection_parked').columns(['name', 'generation']).execute();
+    },
+  },
+  '0002_leases_and_applied_migrations': {
+    async up(db) {
+      // Leases in a table of their own: renewing one never waits behind a batch holding its checkpoint row.
+      await db.schema
+        .createTable('projection_leases')
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('generation', 'integer', (c) => c.notNull())
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('until', 'timestamptz', (c) => c.notNull())
+        .addPrimaryKeyConstraint('projection_leases_pk', ['name', 'generation'])
+        .execute();
+      // What a generation's schema holds, so a start with nothing new runs no DDL at all.
+      await db.schema.alterTable('projection_generations').addColumn('applied_migrations', sql`text[]`).execute();
+      await db.schema.alterTable('projection_generations').addColumn('exposed_tables', sql`text[]`).execute();
+    },
+  },
+};
+
+export interface RuntimeTables {
+  projection_generations: {
+    name: string;
+    generation: number;
+    version: number;
+    status: 'building' | 'live' | 'retired';
+    checkpoint: string | null;
+    lease_owner: string | null;
+    lease_until: Date | null;
+    last_error: string | null;
+    created_at: ColumnType<Date, never, never>;
+    updated_at: ColumnType<Date, never, Date | string>;
+    live_since: Date | string | null;
+    applied_migrations: string[] | null;
+    exposed_tables: string[] | null;
+  };
+  projection_parked: {
+    id: Generated<string>;
+    name: string;
+    generation: number;
+    event_id: string;
+    event_position: string;
+    stream: string;
+    event_type: string;
+    error: string;
+    attempts: number;
+    parked_at: ColumnType<Date, never, never>;
+  };
+  projection_leases: { name: string; generation: number; owner: string; until: Date | string };
+}
+
+export type RuntimeDb = Kysely<RuntimeTables>;
+
+export function runtimeDb(db: UntypedDb): RuntimeDb {
+  return withTableTypes<RuntimeTables>(db);
+}
+
+export interface GenerationRow {
+  name: string;
+  generation: number;
+  version: number;
+  status: 'building' | 'live' | 'retired';
+  checkpoint: Position | null;
+  last_error: string | null;
+  applied_migrations: string[] | null;
+  exposed_tables: string[] | null;
+}
+
+const generationColumns = ['name', 'generation', 'version', 'status', 'checkpoint', 'last_error', 'applied_migrations', 'exposed_tables'] as const;
+
+export function schemaOf(name: string, generation: number): string {
+  return `rm_${name}_g${generation}`;
+}
+
+const LOCK_NOT_AVAILABLE = '55P03';
+const DEADLOCK = '40P01';
+
+/**
+ * Runs a piece of DDL that must not queue behind readers (API requests hold their views): it waits at most
+ * `lock_timeout` for its locks, and tries again a few times with a pause, instead of blocking everybody
+ * queued behind it or deadlocking with them.
+ */
+export async function withDdlRetries<T>(db: UntypedDb, work: (trx: UntypedDb) => Promise<T>, attempts = 20): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction().execute(async (trx) => {
+        await sql`select set_config('lock_timeout', '2s', true)`.execute(trx);
+        return work(trx);
+      });
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (attempt >= attempts || (code !== LOCK_NOT_AVAILABLE && code !== DEADLOCK)) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(2000, 50 * 2 ** attempt) * (0.5 + Math.random())));
+    }
+  }
+}
+
+/**
+ * Creates the generation's schema and brings its tables up to the consumer's migrations; records them on the
+ * generation's row where it exists already; returns what ran.
+ */
+async function migrateGeneration(db: UntypedDb, consumer: Consumer, generation: number): Promise<string[]> {
+  const schema = schemaOf(consumer.name, generation);
+  await withDdlRetries(db, (trx) => trx.schema.createSchema(schema).ifNotExists().execute());
+  const scoped = Object.fromEntries(
+    Object.entries(consumer.migrations).map(([name, migration]) => [name, { up: (migrating: UntypedDb) => migration.up(migrating.withSchema(schema)) }]),
+  );
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => scoped }, migrationTableSchema: schema });
+  // The Migrator looks at every schema of the database; another projection's swap dropping its retired
+  // schema at that moment makes the look fail ("schema ... does not exist"). Looking again is safe.
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (!error) {
+      const ran = (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
+      await runtimeDb(db)
+        .updateTable('projection_generations')
+        .set({ applied_migrations: Object.keys(consumer.migrations).sort() })
+        .where('name', '=', consumer.name)
+        .where('generation', '=', generation)
+        .execute();
+      return ran;
+    }
+    const retryable = /schema "[^"]+" does not exist|lock timeout|deadlock/.test(String((error as Error).message));
+    if (attempt >= 5 || !retryable) throw error;
+  }
+}
+
+/**
+ * Points the public views at a generation's tables, in the transaction that makes it live. `create or
+ * replace` keeps readers' plans valid where the columns are the same; a view whose columns changed is
+ * dropped and made anew.
+ */
+async function exposeGeneration(trx: UntypedDb, consumer: Consumer, generation: number): Promise<void> {
+  if (consumer.tables.length === 0) return;
+  const schema = quoteIdentifier(schemaOf(consumer.name, generation));
+  for (const table of consumer.tables) {
+    const view = quoteIdentifier(table);
+    await sql.raw(`savepoint expose_view`).execute(trx);
+    try {
+      await sql.raw(`create or replace view public.${view} as select * from ${schema}.${view}`).execute(trx);
+      await sql.raw(`release savepoint expose_view`).execute(trx);
+    } catch (error) {
+      if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE || (error as { code?: string }).code === DEADLOCK) throw error;
+      await sql.raw(`rollback to savepoint expose_view`).execute(trx);
+      await sql.raw(`drop view if exists public.${view}`).execute(trx);
+      await sql.raw(`create view public.${view} as select * from ${schema}.${view}`).execute(trx);
+    }
+  }
+  await runtimeDb(trx)
+    .updateTable('projection_generations')
+    .set({ exposed_tables: [...consumer.tables] })
+    .where('name', '=', consumer.name)
+    .where('generation', '=', generation)
+    .execute();
+}
+
+function sameList(recorded: readonly string[] | null, wanted: readonly string[]): boolean {
+  if (!recorded) return false;
+  const a = [...recorded].sort();
+  const b = [...wanted].sort();
+  return a.length === b.length && a.every((value, index) => value === b[index]);
+}
+
+/**
+ * Brings every consumer to a servable state at start-up: a first generation where there is none, the live
+ * generation's pending migrations, and a rebuild where the code's version is newer than the live one. Runs
+ * no DDL at all when nothing changed (the generation rows record the migrations applied and the views made),
+ * and the DDL it does run waits for its locks at most `lock_timeout`, retrying.
+ */
+export async function prepareProjections(db: UntypedDb, consumers: readonly Consumer[]): Promise<void> {
+  const rows = await runtimeDb(db).selectFrom('projection_generations').select(generationColumns).where('status', '<>', 'retired').execute();
+  for (const consumer of consumers) {
+    const live = rows.find((row) => row.name === consumer.name && row.status === 'live');
+    if (!live) {
+      await createFirstGeneration(db, consumer);
+      continue;
+    }
+    if (live.version > consumer.version) continue;
+    if (live.version < consumer.version) {
+      await startRebuild(db, consumer);
+      continue;
+    }
+    const migrated = sameList(live.applied_migrations, Object.keys(consumer.migrations)) ? [] : await migrateGeneration(db, consumer, live.generation);
+    const exposed = consumer.tables.length === 0 || (migrated.length === 0 && sameList(live.exposed_tables, consumer.tables));
+    if (!exposed) await withDdlRetries(db, (trx) => exposeGeneration(trx, consumer, live.generation));
+  }
+}
+
+/** Tables first, then the row and the views together: a runner elsewhere never sees a generation without its tables. */
+async function createFirstGeneration(db: UntypedDb, consumer: Consumer): Promise<void> {
+  await migrateGeneration(db, consumer, 1);
+  await withDdlRetries(db, async (trx) => {
+    const inserted = await runtimeDb(trx)
+      .insertInto('projection_generations')
+      .values({
+        name: consumer.name,
+        generation: 1,
+        version: consumer.version,
+        status: 'live',
+        live_since: sql`now()`,
+        applied_migrations: Object.keys(consumer.migrations).sort(),
+      })
+      .onConflict((oc) => oc.doNothing())
+      .returning('generation')
+      .executeTakeFirst();
+    if (inserted) await exposeGeneration(trx, consumer, 1);
+  });
+}
+
+export async function liveGeneration(db: UntypedDb, name: string): Promise<GenerationRow | undefined> {
+  return runtimeDb(db).selectFrom('projection_generations').select(generationColumns).where('name', '=', name).where('status', '=', 'live').executeTakeFirst();
+}
+
+export async function generationRow(db: UntypedDb, name: string, generation: number): Promise<GenerationRow | undefined> {
+  return runtimeDb(db)
+    .selectFrom('projection_generations')
+    .select(generationColumns)
+    .where('name', '=', name)
+    .where('generation', '=', generation)
+    .executeTakeFirst();
+}
+
+export async function activeGenerations(db: UntypedDb): Promise<GenerationRow[]> {
+  return runtimeDb(db).selectFrom('projection_generations').select(generationColumns).where('status', 'in', ['live', 'building']).execute();
+}
+
+/** Starts (or finds) a `building` generation that will replace the live one once it has caught up. */
+export async function startRebuild(db: UntypedDb, consumer: Consumer): Promise<GenerationRow> {
+  const runtime = runtimeDb(db);
+  for (;;) {
+    const building = await runtime
+      .selectFrom('projection_generations')
+      .select(generationColumns)
+      .where('name', '=', consumer.name)
+      .where('status', '=', 'building')
+      .executeTakeFirst();
+    if (building) {
+      if (!sameList(building.applied_migrations, Object.keys(consumer.migrations))) await migrateGeneration(db, consumer, building.generation);
+      return building;
+    }
+    const { max } = await runtime
+      .selectFrom('projection_generations')
+      .select((eb) => eb.fn.max<number>('generation').as('max'))
+      .where('name', '=', consumer.name)
+      .executeTakeFirstOrThrow();
+    const generation = (max ?? 0) + 1;
+    // A fresh schema with its tables, then the row: a runner never sees a building generation without tables.
+    await withDdlRetries(db, (trx) => sql.raw(`drop schema if exists ${quoteIdentifier(schemaOf(consumer.name, generation))} cascade`).execute(trx));
+    await migrateGeneration(db, consumer, generation);
+    await runtime
+      .insertInto('projection_generations')
+      .values({ name: consumer.name, generation, version: consumer.version, status: 'building', applied_migrations: Object.keys(consumer.migrations).sort() })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  }
+}
+
+/**
+ * A building generation may take over once it is at least as current as the live one: waiting for the very
+ * head would never end under a write rate the rebuild cannot outrun, and readers never go back in time.
+ */
+export async function readyToSwap(db: UntypedDb, consumer: Consumer, generation: number, checkpoint: Position | null, caughtUp: boolean): Promise<'ready' | 'not-yet' | 'not-building'> {
+  const rows = await runtimeDb(db)
+    .selectFrom('projection_generations')
+    .select(generationColumns)
+    .where('name', '=', consumer.name)
+    .where('status', 'in', ['live', 'building'])
+    .execute();
+  const me = rows.find((row) => row.generation === generation);
+  if (me?.status !== 'building') return 'not-building';
+  const live = rows.find((row) => row.status === 'live');
+  return caughtUp || !live || isAtOrAfter(checkpoint, live.checkpoint) ? 'ready' : 'not-yet';
+}
+
+/**
+ * A building generation replaces the live one: statuses and views change in one transaction (under
+ * `lock_timeout`, retried), then the retired schema is dropped. Returns false when the live generation is
+ * still ahead; throws `StaleCheckpoint` when the generation moved meanwhile (another worker has it).
+ */
+export async function swapIn(
+  db: UntypedDb,
+  consumer: Consumer,
+  generation: number,
+  checkpoint: Position | null,
+  /**
+   * Brings the building generation from its checkpoint to the live one's inside the swap's transaction (the
+   * live row is locked, so the live generation cannot move meanwhile); false when the gap is too wide. A
+   * write rate the rebuild keeps up with, but never gets ahead of, would otherwise keep the swap off forever.
+   */
+  catchUp?: (trx: UntypedDb, from: Position | null, to: Position | null) => Promise<boolean>,
+  /** Runs first in the transaction (a process manager announces itself before anything else). */
+  begin?: (trx: UntypedDb) => Promise<void>,
+): Promise<{ retired: number | undefined } | false> {
+  const outcome = await withDdlRetries(db, async (trx) => {
+    await begin?.(trx);
+    const runtime = runtimeDb(trx);
+    const rows = await runtime
+      .selectFrom('projection_generations')
+      .select(generationColumns)
+      .where('name', '=', consumer.name)
+      .where('status', 'in', ['live', 'building'])
+      .forUpdate()
+      .execute();
+    const me = rows.find((row) => row.generation === generation);
+    if (!me || me.status !== 'building' || me.checkpoint !== checkpoint) throw new StaleCheckpoint();
+    const live = rows.find((row) => row.status === 'live');
+    if (live && !isAtOrAfter(checkpoint, live.checkpoint) && !(catchUp && (await catchUp(trx, checkpoint, live.checkpoint)))) return false as const;
+    if (live) {
+      await runtime
+        .updateTable('projection_generations')
+        .set({ status: 'retired', lease_owner: null, lease_until: null, updated_at: sql`now()` })
+        .where('name', '=', consumer.name)
+        .where('generation', '=', live.generation)
+        .execute();
+    }
+    await runtime
+      .updateTable('projection_generations')
+      .set({ status: 'live', live_since: sql`now()`, updated_at: sql`now()` })
+      .where('name', '=', consumer.name)
+      .where('generation', '=', generation)
+      .execute();
+    await exposeGeneration(trx, consumer, generation);
+    return { retired: live?.generation };
+  });
+  if (outcome && outcome.retired !== undefined) {
+    const retired = outcome.retired;
+    await withDdlRetries(db, (trx) => sql.raw(`drop schema if exists ${quoteIdentifier(schemaOf(consumer.name, retired))} cascade`).execute(trx));
+  }
+  return outcome;
+}
+
+/** The generation's checkpoint is not where this worker left it: another worker applied batches meanwhile. */
+export class StaleCheckpoint extends Error {
+  constructor() {
+    super('the generation moved on elsewhere');
+    this.name = 'StaleCheckpoint';
+  }
+}

@@ -1,0 +1,118 @@
+import { setMaxListeners } from 'node:events';
+import type { Database } from '../../infra/database.ts';
+import type { EventStore, SubscriptionBatch } from '../../infra/event-store/port.ts';
+import type { Logger } from '../../infra/logging.ts';
+import type { Consumer } from './consumer.ts';
+import { activeGenerations } from './generations.ts';
+import { LeaseKeeper } from './leases.ts';
+import { SharedLog } from './shared-log.ts';
+import { CheckpointMoves, GenerationWorker, Limiter } from './worker.ts';
+
+export interface RuntimeOptions {
+  /** Events per page of the shared log. */
+  batchSize?: number;
+  leaseMs?: number;
+  /** How often the runner looks for generations to work on (a rebuild requested elsewhere, a swap). */
+  scanIntervalMs?: number;
+  /** Batches applied at once in this process (default: half the pool, at least one). */
+  concurrency?: number;
+  /** Events kept in memory for consumers reading the same pages. */
+  maxCachedEvents?: number;
+  idlePollMs?: number;
+  /** Called inside a batch's transaction after its events were applied and before its checkpoint commits. */
+  onBatchApplied?: (name: string, generation: number, batch: SubscriptionBatch) => Promise<void> | void;
+}
+
+/**
+ * Runs a worker for every generation of the given consumers that this code can drive (live or building,
+ * at the code's version), all fed by one shared reader of the log. Two runners, in one process or many,
+ * never both apply a batch: the checkpoint moves by compare-and-set in the batch's own transaction, and a
+ * lease keeps them from trying. The process uses its pool plus the LISTEN and control connections, whatever
+ * the number of consumers.
+ */
+export class ProjectionRunner {
+  private readonly workers = new Map<string, GenerationWorker>();
+  private readonly stopped = new AbortController();
+  private readonly leases: LeaseKeeper;
+  readonly log: SharedLog;
+  private readonly moves: CheckpointMoves;
+  private readonly limiter: Limiter;
+  private scanning: Promise<void> | null = null;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly database: Database,
+    private readonly store: EventStore,
+    private readonly consumers: readonly Consumer[],
+    private readonly logger: Logger,
+    private readonly options: RuntimeOptions = {},
+  ) {
+    this.leases = new LeaseKeeper(database, logger, options.leaseMs ?? 15_000);
+    this.log = new SharedLog(store, { pageSize: options.batchSize ?? 2000, maxCachedEvents: options.maxCachedEvents });
+    this.moves = new CheckpointMoves(database.db);
+    this.limiter = new Limiter(options.concurrency ?? 4);
+  }
+
+  get owner(): string {
+    return this.leases.owner;
+  }
+
+  async start(): Promise<void> {
+    // Every worker's sleeps listen for the stop: more than Node's default ten.
+    setMaxListeners(0, this.stopped.signal);
+    this.leases.start();
+    await this.scan();
+    this.timer = setInterval(() => void this.scan(), this.options.scanIntervalMs ?? 1000);
+  }
+
+  /** Looks for generations without a worker here (a rebuild requested by the CLI, a swap) and starts them. */
+  scan(): Promise<void> {
+    this.scanning ??= this.scanOnce().finally(() => (this.scanning = null));
+    return this.scanning;
+  }
+
+  private async scanOnce(): Promise<void> {
+    if (this.stopped.signal.aborted) return;
+    let rows;
+    try {
+      rows = await activeGenerations(this.database.db);
+    } catch (error) {
+      this.logger.warn({ err: error }, 'projection scan failed');
+      return;
+    }
+    for (const row of rows) {
+      if (this.stopped.signal.aborted) return;
+      const consumer = this.consumers.find((candidate) => candidate.name === row.name);
+      const key = `${row.name}:${row.generation}`;
+      if (!consumer || consumer.version !== row.version || this.workers.has(key)) continue;
+      const worker = new GenerationWorker(
+        {
+          database: this.database,
+          store: this.store,
+          log: this.log,
+          leases: this.leases,
+          moves: this.moves,
+          limiter: this.limiter,
+          logger: this.logger,
+          options: { idlePollMs: this.options.idlePollMs, onBatchApplied: this.options.onBatchApplied },
+        },
+        consumer,
+        row.generation,
+      );
+      this.workers.set(key, worker);
+      this.leases.want(row.name, row.generation);
+      void worker.run(this.stopped.signal).finally(() => {
+        this.workers.delete(key);
+        this.leases.forget(row.name, row.generation);
+      });
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.stopped.abort();
+    await this.scanning;
+    await Promise.all([...this.workers.values()].map((worker) => worker.finished));
+    await this.leases.stop();
+  }
+}

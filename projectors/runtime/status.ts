@@ -1,0 +1,77 @@
+import type { UntypedDb } from '../../infra/database.ts';
+import type { EventStore, Position } from '../../infra/event-store/port.ts';
+import { runtimeDb, type GenerationRow } from './generations.ts';
+
+export interface ProjectionStatus {
+  name: string;
+  generation: number;
+  version: number;
+  status: GenerationRow['status'];
+  checkpoint: Position | null;
+  eventsBehind: number;
+  secondsBehind: number;
+  parked: number;
+  leaseOwner: string | null;
+  lastError: string | null;
+}
+
+/** Where each live or building generation stands: checkpoint, events and seconds behind, parked events, lease. */
+export async function projectionStatus(db: UntypedDb, store: EventStore): Promise<ProjectionStatus[]> {
+  const runtime = runtimeDb(db);
+  const rows = await runtime
+    .selectFrom('projection_generations as g')
+    .leftJoin('projection_leases as l', (join) => join.onRef('l.name', '=', 'g.name').onRef('l.generation', '=', 'g.generation'))
+    .select(['g.name', 'g.generation', 'g.version', 'g.status', 'g.checkpoint', 'g.last_error', 'l.owner', 'l.until'])
+    .where('g.status', '<>', 'retired')
+    .orderBy('g.name')
+    .orderBy('g.generation')
+    .execute();
+  const parked = await runtime
+    .selectFrom('projection_parked')
+    .select(['name', 'generation', (eb) => eb.fn.countAll<string>().as('count')])
+    .groupBy(['name', 'generation'])
+    .execute();
+  const now = Date.now();
+  return Promise.all(
+    rows.map(async (row) => {
+      const eventsBehind = await store.countAfter(row.checkpoint);
+      const next = eventsBehind > 0 ? (await store.readAll({ after: row.checkpoint, limit: 1 })).events[0] : undefined;
+      const leased = row.owner !== null && row.until !== null && new Date(row.until).getTime() > now;
+      return {
+        name: row.name,
+        generation: row.generation,
+        version: row.version,
+        status: row.status,
+        checkpoint: row.checkpoint,
+        eventsBehind,
+        secondsBehind: next ? Math.max(0, (now - next.createdAt.getTime()) / 1000) : 0,
+        parked: Number(parked.find((p) => p.name === row.name && p.generation === row.generation)?.count ?? 0),
+        leaseOwner: leased ? row.owner : null,
+        lastError: row.last_error,
+      };
+    }),
+  );
+}
+
+/**
+ * Read-your-writes: resolves true once every named projection's live checkpoint is at or past `position`,
+ * false if that takes longer than `timeoutMs`.
+ */
+export async function waitForProjections(db: UntypedDb, names: readonly string[], position: Position, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
+    const rows = await runtimeDb(db)
+      .selectFrom('projection_generations')
+      .select(['name', 'checkpoint'])
+      .where('name', 'in', [...names])
+      .where('status', '=', 'live')
+      .execute();
+    const reached = names.every((name) => {
+      const checkpoint = rows.find((row) => row.name === name)?.checkpoint;
+      return checkpoint != null && checkpoint >= position;
+    });
+    if (reached) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
+  }
+}

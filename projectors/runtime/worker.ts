@@ -1,0 +1,325 @@
+import { sql } from 'kysely';
+import type { Database, UntypedDb } from '../../infra/database.ts';
+import { PostgresEventStore } from '../../infra/event-store/postgres.ts';
+import type { EventStore, Position, RecordedEvent, SubscriptionBatch } from '../../infra/event-store/port.ts';
+import { scheduleJob } from '../../infra/jobs.ts';
+import type { Logger } from '../../infra/logging.ts';
+import type { BatchContext, Consumer } from './consumer.ts';
+import { generationRow, readyToSwap, runtimeDb, schemaOf, StaleCheckpoint, swapIn } from './generations.ts';
+import type { LeaseKeeper } from './leases.ts';
+import type { SharedLog } from './shared-log.ts';
+import { backoff, isTransient, sleep } from './transient.ts';
+
+export interface WorkerOptions {
+  /** How long a consumer at the head sleeps without a wake-up before it looks again (a wake-up is a hint). */
+  idlePollMs?: number;
+  /** Events a process manager handles in one transaction: its appends hold the read horizon until it commits. */
+  processManagerBatch?: number;
+  /** Called inside a batch's transaction after its events were applied and before its checkpoint commits. */
+  onBatchApplied?: (name: string, generation: number, batch: SubscriptionBatch) => Promise<void> | void;
+}
+
+/** At most `limit` batches at once in a process, so the projections leave the pool to the API. */
+export class Limiter {
+  private active = 0;
+  private readonly queue: (() => void)[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
+    this.active++;
+    try {
+      return await work();
+    } finally {
+      this.active--;
+      this.queue.shift()?.();
+    }
+  }
+}
+
+/**
+ * Checkpoints of consumers whose page held nothing for them move in one statement for all of them (compare-
+ * and-set each): the head of a busy log would otherwise cost every consumer a transaction per page.
+ */
+export class CheckpointMoves {
+  private pending: { name: string; generation: number; from: Position | null; to: Position | null; done: (moved: boolean) => void; failed: (error: unknown) => void }[] = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(private readonly db: UntypedDb) {}
+
+  move(name: string, generation: number, from: Position | null, to: Position | null): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ name, generation, from, to, done: (moved) => (moved ? resolve() : reject(new StaleCheckpoint())), failed: reject });
+      this.flushing ??= Promise.resolve().then(() => this.flush());
+    });
+  }
+
+  private async flush(): Promise<void> {
+    while (this.pending.length > 0) {
+      const moves = this.pending;
+      this.pending = [];
+      try {
+        const moved = await sql<{ name: string; generation: number }>`
+          update projection_generations g set checkpoint = m.to_checkpoint, updated_at = now(), last_error = null
+          from unnest(${moves.map((m) => m.name)}::text[], ${moves.map((m) => m.generation)}::int[],
+                      ${moves.map((m) => m.from)}::text[], ${moves.map((m) => m.to)}::text[]) as m(name, generation, from_checkpoint, to_checkpoint)
+          where g.name = m.name and g.generation = m.generation and g.status <> 'retired'
+            and g.checkpoint is not distinct from m.from_checkpoint
+          returning g.name, g.generation`.execute(this.db);
+        const done = new Set(moved.rows.map((row) => `${row.name}:${row.generation}`));
+        for (const move of moves) move.done(done.has(`${move.name}:${move.generation}`));
+      } catch (error) {
+        for (const move of moves) move.failed(error);
+      }
+    }
+    this.flushing = null;
+  }
+}
+
+export interface WorkerDependencies {
+  database: Database;
+  store: EventStore;
+  log: SharedLog;
+  leases: LeaseKeeper;
+  moves: CheckpointMoves;
+  limiter: Limiter;
+  logger: Logger;
+  options: WorkerOptions;
+}
+
+/**
+ * Drives one generation of one consumer: takes pages from the process's shared log, hands the consumer the
+ * events it handles, and commits its writes with the checkpoint (compare-and-set, so a rival worker blocks,
+ * then loses). A batch that fails is applied again one event at a time to find the poison event and park it.
+ * Transient database errors back off and resume; nothing here ends the process.
+ */
+export class GenerationWorker {
+  private done!: () => void;
+  readonly finished = new Promise<void>((resolve) => (this.done = resolve));
+  private readonly schema: string;
+  private readonly log: Logger;
+  /** Where this worker stands; undefined until read from the generation's row (again after any trouble). */
+  private checkpoint: Position | null | undefined;
+  private building = false;
+
+  constructor(
+    private readonly deps: WorkerDependencies,
+    readonly consumer: Consumer,
+    readonly generation: number,
+  ) {
+    this.schema = schemaOf(consumer.name, generation);
+    this.log = deps.logger.child({ projection: consumer.name, generation });
+  }
+
+  private get db(): UntypedDb {
+    return this.deps.database.db;
+  }
+
+  async run(stopped: AbortSignal): Promise<void> {
+    let failures = 0;
+    try {
+      while (!stopped.aborted) {
+        try {
+          if (!(await this.deps.leases.waitFor(this.consumer.name, this.generation, stopped))) return;
+          if (this.checkpoint === undefined && !(await this.load())) return;
+          await this.step(stopped);
+          failures = 0;
+        } catch (error) {
+          if (stopped.aborted) return;
+          this.checkpoint = undefined;
+          if (error instanceof StaleCheckpoint) {
+            // Another worker moved this generation on: read where it stands and go on from there.
+            await sleep(backoff(failures++, 1000), stopped);
+            continue;
+          }
+          failures++;
+          if (isTransient(error)) this.log.warn({ err: error, failures }, 'projection worker: database unavailable; backing off');
+          else {
+            this.log.error({ err: error, failures }, 'projection worker failed; retrying');
+            await this.recordError(error);
+          }
+          await sleep(backoff(failures), stopped);
+        }
+      }
+    } finally {
+      this.done();
+    }
+  }
+
+  /** Reads the generation's row; false when this worker has nothing more to do (retired, gone, other version). */
+  private async load(): Promise<boolean> {
+    const row = await generationRow(this.db, this.consumer.name, this.generation);
+    if (!row || row.status === 'retired' || row.version !== this.consumer.version) return false;
+    this.checkpoint = row.checkpoint;
+    this.building = row.status === 'building';
+    return true;
+  }
+
+  private async step(stopped: AbortSignal): Promise<void> {
+    const from = this.checkpoint ?? null;
+    const page = await this.deps.log.page(from);
+    if (page.checkpoint === from) {
+      if (this.building) await this.trySwap(from, true);
+      if (this.deps.store.appendVersion() === page.versionAtRead) await this.deps.store.waitForAppends(this.deps.options.idlePollMs ?? 1000, stopped);
+      return;
+    }
+    const events = page.events.filter((event) => this.consumer.canHandle.has(event.type));
+    if (events.length === 0) await this.deps.moves.move(this.consumer.name, this.generation, from, page.checkpoint);
+    else await this.deps.limiter.run(() => this.applyPage(events, from, page.checkpoint));
+    this.checkpoint = page.checkpoint;
+    if (this.building) await this.trySwap(page.checkpoint, page.isEnd);
+  }
+
+  /** A page's events for this consumer, in one transaction (a process manager's in slices, each with its checkpoint). */
+  private async applyPage(events: RecordedEvent[], from: Position | null, to: Position | null): Promise<void> {
+    const slice = this.consumer.kind === 'process-manager' ? (this.deps.options.processManagerBatch ?? 500) : events.length;
+    let checkpoint = from;
+    for (let start = 0; start < events.length; start += slice) {
+      const part = events.slice(start, start + slice);
+      const end = start + slice >= events.length ? to : part[part.length - 1]!.position;
+      await this.applyBatch(part, checkpoint, end);
+      checkpoint = end;
+    }
+  }
+
+  private async applyBatch(events: RecordedEvent[], from: Position | null, to: Position | null): Promise<void> {
+    try {
+      await this.transaction(from, to, (trx, context) => this.consumer.apply(trx.withSchema(this.schema), events, context), events);
+    } catch (error) {
+      if (error instanceof StaleCheckpoint || isTransient(error)) throw error;
+      this.log.warn({ err: error }, 'batch failed; applying its events one by one');
+      await this.applyOneByOne(events, from, to);
+    }
+  }
+
+  /**
+   * One transaction: a process manager announces itself as an appender first (before any write); then the
+   * checkpoint's compare-and-set (a rival blocks here, then loses); then the work. A read model's batch
+   * commits without waiting for the disk: its rows and checkpoint are lost or kept together, and re-applied.
+   */
+  private async transaction(
+    from: Position | null,
+    to: Position | null,
+    work: (trx: UntypedDb, context: BatchContext) => Promise<void>,
+    events: RecordedEvent[],
+  ): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      const store = this.deps.store;
+      if (this.consumer.kind === 'process-manager' && store instanceof PostgresEventStore) await store.announceAppender(trx);
+      await this.advance(trx, from, to, this.consumer.kind === 'projection');
+      await work(trx, this.contextFor(trx));
+      await this.deps.options.onBatchApplied?.(this.consumer.name, this.generation, { events, checkpoint: to, caughtUp: false });
+    });
+  }
+
+  private contextFor(trx: UntypedDb): BatchContext {
+    const store = this.deps.store;
+    // One NOTIFY per transaction is enough to wake the subscribers at commit.
+    let notified = false;
+    return {
+      append: async (appends) => {
+        if (!(store instanceof PostgresEventStore)) return store.appendMultiple(appends);
+        const results = await store.appendInTransaction(trx, appends, { notify: !notified });
+        notified = true;
+        return results;
+      },
+      schedule: (job) => scheduleJob(trx, job),
+    };
+  }
+
+  private async applyOneByOne(events: RecordedEvent[], from: Position | null, to: Position | null): Promise<void> {
+    const policy = this.consumer.onFailure ?? { attempts: 3, then: 'park' as const };
+    let checkpoint = from;
+    for (const event of events) {
+      let lastError: unknown;
+      for (let attempt = 1; attempt <= policy.attempts; attempt++) {
+        try {
+          await this.transaction(checkpoint, event.position, (trx, context) => this.consumer.apply(trx.withSchema(this.schema), [event], context), [event]);
+          lastError = undefined;
+          break;
+        } catch (error) {
+          if (error instanceof StaleCheckpoint || isTransient(error)) throw error;
+          lastError = error;
+          await sleep(25 * attempt);
+        }
+      }
+      if (lastError !== undefined) {
+        if (policy.then === 'stop') throw lastError;
+        await this.park(event, checkpoint, lastError, policy.attempts);
+      }
+      checkpoint = event.position;
+    }
+    if (checkpoint !== to) await this.db.transaction().execute((trx) => this.advance(trx, checkpoint, to, false));
+  }
+
+  private async park(event: RecordedEvent, from: Position | null, error: unknown, attempts: number): Promise<void> {
+    this.log.error({ err: error, eventId: event.id, eventType: event.type, stream: event.stream }, 'event parked after repeated failures');
+    await this.db.transaction().execute(async (trx) => {
+      await this.advance(trx, from, event.position, false);
+      await runtimeDb(trx)
+        .insertInto('projection_parked')
+        .values({
+          name: this.consumer.name,
+          generation: this.generation,
+          event_id: event.id,
+          event_position: event.position,
+          stream: event.stream,
+          event_type: event.type,
+          error: error instanceof Error ? error.message : String(error),
+          attempts,
+        })
+        .execute();
+    });
+  }
+
+  private async advance(trx: UntypedDb, from: Position | null, to: Position | null, relaxedCommit: boolean): Promise<void> {
+    const result = await sql`
+      update projection_generations set checkpoint = ${to}, updated_at = now(), last_error = null
+      ${relaxedCommit ? sql`from (select set_config('synchronous_commit', 'off', true)) as relaxed` : sql``}
+      where name = ${this.consumer.name} and generation = ${this.generation} and status <> 'retired'
+        and checkpoint is not distinct from ${from}`.execute(trx);
+    if (Number(result.numAffectedRows ?? 0) !== 1) throw new StaleCheckpoint();
+  }
+
+  private async trySwap(checkpoint: Position | null, caughtUp: boolean): Promise<void> {
+    const readiness = await readyToSwap(this.db, this.consumer, this.generation, checkpoint, caughtUp);
+    if (readiness === 'not-building') {
+      this.building = false;
+      return;
+    }
+    if (readiness === 'not-yet') return;
+    const store = this.deps.store;
+    const outcome = await swapIn(
+      this.db,
+      this.consumer,
+      this.generation,
+      checkpoint,
+      async (trx, from, to) => {
+        const gap = await store.readAll({ after: from, until: to, limit: 5000 });
+        if (gap.checkpoint !== to) return false;
+        await this.advance(trx, from, to, false);
+        const events = gap.events.filter((event) => this.consumer.canHandle.has(event.type));
+        if (events.length > 0) await this.consumer.apply(trx.withSchema(this.schema), events, this.contextFor(trx));
+        this.checkpoint = to;
+        return true;
+      },
+      async (trx) => {
+        if (this.consumer.kind === 'process-manager' && store instanceof PostgresEventStore) await store.announceAppender(trx);
+      },
+    );
+    if (outcome === false) return;
+    this.building = false;
+    this.log.info({ retired: outcome.retired }, 'rebuilt generation is live');
+  }
+
+  private async recordError(error: unknown): Promise<void> {
+    await runtimeDb(this.db)
+      .updateTable('projection_generations')
+      .set({ last_error: error instanceof Error ? error.message : String(error) })
+      .where('name', '=', this.consumer.name)
+      .where('generation', '=', this.generation)
+      .execute()
+      .catch(() => undefined);
+  }
+}
