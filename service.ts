@@ -81,7 +81,7 @@ export interface ServiceOptions {
 /** Opens the stores, applies migrations, prepares the read models and composes the HTTP app. */
 export async function openService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
   const database = config.databaseUrl
-    ? await openPostgres(config.databaseUrl, { max: config.databasePoolSize })
+    ? await openPostgres(config.databaseUrl, { max: config.databasePoolSize, applicationName: config.applicationName })
     : await openPglite(join(config.dataDir, 'pglite'));
   let redis: Redis | null = null;
   try {

@@ -48,6 +48,11 @@ export const environment = z.object({
   READ_YOUR_WRITES_TIMEOUT_MS: integer(5000, 0, 60_000),
   SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 300_000),
   DATABASE_POOL_SIZE: integer(10, 1, 200),
+  // Names this process's connections in pg_stat_activity (its LISTEN and control sessions add `:listen` and `:control`).
+  APPLICATION_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,48}$/, 'must be 1 to 48 letters, digits, dots, dashes or underscores')
+    .optional(),
   USER_TOKEN_SECRET: z
     .string()
     .optional()
@@ -60,6 +65,7 @@ export const environment = z.object({
 });
 
 export interface Config {
+  applicationName: string;
   port: number;
   host: string;
   dataDir: string;
@@ -119,6 +125,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readYourWritesTimeoutMs: value.READ_YOUR_WRITES_TIMEOUT_MS,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     databasePoolSize: value.DATABASE_POOL_SIZE,
+    applicationName: value.APPLICATION_NAME ?? `engage-${value.ROLE}`,
     userTokenSecret: value.USER_TOKEN_SECRET,
     smtpUrl: value.SMTP_URL,
     role: value.ROLE,

@@ -269,7 +269,6 @@ export function quoteIdentifier(name: string): string {
  * A connection whose table types are not known where it is handed over: the projector runtime drives read
  * models and process managers of many table sets, and each types its own with `withTableTypes`.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type UntypedDb = Kysely<any>;
 
 /**

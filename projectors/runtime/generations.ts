@@ -57,8 +57,14 @@ export const projectionRuntimeMigrations: Record<string, Migration> = {
         .addPrimaryKeyConstraint('projection_leases_pk', ['name', 'generation'])
         .execute();
       // What a generation's schema holds, so a start with nothing new runs no DDL at all.
-      await db.schema.alterTable('projection_generations').addColumn('applied_migrations', sql`text[]`).execute();
-      await db.schema.alterTable('projection_generations').addColumn('exposed_tables', sql`text[]`).execute();
+      await db.schema
+        .alterTable('projection_generations')
+        .addColumn('applied_migrations', sql`text[]`)
+        .execute();
+      await db.schema
+        .alterTable('projection_generations')
+        .addColumn('exposed_tables', sql`text[]`)
+        .execute();
     },
   },
 };
@@ -304,7 +310,13 @@ export async function startRebuild(db: UntypedDb, consumer: Consumer): Promise<G
  * A building generation may take over once it is at least as current as the live one: waiting for the very
  * head would never end under a write rate the rebuild cannot outrun, and readers never go back in time.
  */
-export async function readyToSwap(db: UntypedDb, consumer: Consumer, generation: number, checkpoint: Position | null, caughtUp: boolean): Promise<'ready' | 'not-yet' | 'not-building'> {
+export async function readyToSwap(
+  db: UntypedDb,
+  consumer: Consumer,
+  generation: number,
+  checkpoint: Position | null,
+  caughtUp: boolean,
+): Promise<'ready' | 'not-yet' | 'not-building'> {
   const rows = await runtimeDb(db)
     .selectFrom('projection_generations')
     .select(generationColumns)

@@ -43,7 +43,14 @@ export class Limiter {
  * and-set each): the head of a busy log would otherwise cost every consumer a transaction per page.
  */
 export class CheckpointMoves {
-  private pending: { name: string; generation: number; from: Position | null; to: Position | null; done: (moved: boolean) => void; failed: (error: unknown) => void }[] = [];
+  private pending: {
+    name: string;
+    generation: number;
+    from: Position | null;
+    to: Position | null;
+    done: (moved: boolean) => void;
+    failed: (error: unknown) => void;
+  }[] = [];
   private flushing: Promise<void> | null = null;
 
   constructor(private readonly db: UntypedDb) {}
