@@ -57,7 +57,8 @@ export const consoleOperations = {
       .object({ names: z.array(z.string()).default([]), all: z.boolean().default(false) })
       .refine((input) => input.all !== input.names.length > 0, 'name the projections to rebuild, or ask for all of them'),
     async run(ctx, input) {
-      const chosen = input.all ? projections : input.names.map((name) => projections.find((p) => p.name === name) ?? notFoundProjection(name));
+      // `--all` rebuilds the read models; a process manager (no read model) is rebuilt only when named.
+      const chosen = input.all ? projections.filter((consumer) => consumer.kind === 'projection') : input.names.map((name) => projections.find((p) => p.name === name) ?? notFoundProjection(name));
       const started = [];
       for (const projection of chosen) started.push(await requestRebuild(ctx.database.db, projection));
       return started;

@@ -49,17 +49,20 @@ export interface RebuildProgress {
   lastError: string | null;
 }
 
-/** Where each rebuilding generation stands, in events of the log (its checkpoint moves past events it skips). */
+/**
+ * Where each rebuilding generation stands, in events of the log (its checkpoint moves past events it skips).
+ * Estimated from positions where the store can (no count of the whole log every half second while it rebuilds).
+ */
 export async function rebuildProgress(db: UntypedDb, store: EventStore, targets: { name: string; generation: number }[]): Promise<RebuildProgress[]> {
+  const rows = await runtimeDb(db)
+    .selectFrom('projection_generations')
+    .select(['name', 'generation', 'status', 'checkpoint', 'last_error'])
+    .where((eb) => eb.or(targets.map((target) => eb.and([eb('name', '=', target.name), eb('generation', '=', target.generation)]))))
+    .execute();
   const total = await store.countAfter(null);
   return Promise.all(
     targets.map(async (target) => {
-      const row = await runtimeDb(db)
-        .selectFrom('projection_generations')
-        .select(['status', 'checkpoint', 'last_error'])
-        .where('name', '=', target.name)
-        .where('generation', '=', target.generation)
-        .executeTakeFirst();
+      const row = rows.find((candidate) => candidate.name === target.name && candidate.generation === target.generation);
       const behind = row ? await store.countAfter(row.checkpoint) : total;
       return {
         name: target.name,
