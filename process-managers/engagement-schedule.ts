@@ -110,12 +110,16 @@ export const engagementSchedule = defineProcessManager<ScheduleState, ScheduleEv
 
   async handle(db, events, context) {
     const leaderboards = new RowBatch<ScheduleLeaderboardRow>('schedule_leaderboards', ['id']);
-    const leaderboardIds = events.flatMap((event) => ('leaderboardId' in event.data ? [{ id: event.data.leaderboardId }] : []));
-    await leaderboards.load(db, leaderboardIds);
+    // A leaderboard's windows are told in its organisation's time zone: the leaderboard events carry both ids.
+    const named = events.flatMap((event) => ('leaderboardId' in event.data ? [event.data] : []));
+    await leaderboards.load(
+      db,
+      named.map(({ leaderboardId }) => ({ id: leaderboardId })),
+    );
     const zones = await BatchTimeZones.load(
       db,
       'schedule_organisations',
-      events.map((event) => event.data.organisationId),
+      named.map(({ organisationId }) => organisationId),
     );
     const schedule = new Schedule(leaderboards, zones, context.schedule);
 
