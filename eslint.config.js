@@ -9,4 +9,12 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' }],
     },
   },
+  {
+    // Read models never depend on process managers (the list of every consumer the runtime drives aside).
+    files: ['projectors/**/*.ts'],
+    ignores: ['projectors/index.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '(^|/)process-managers(/|$)', message: 'Read models never depend on process managers.' }] }],
+    },
+  },
 );

@@ -17,7 +17,7 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { openPostgres } from '../infra/database.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
-import { engagementEngine } from '../projectors/engagement-engine.ts';
+import { engagementEngine } from '../process-managers/engagement-engine/index.ts';
 import { leaderboardsProjection } from '../projectors/leaderboards.ts';
 import { ProjectionRunner, liveGeneration, prepareProjections } from '../projectors/runtime/index.ts';
 import { migrate } from '../service.ts';

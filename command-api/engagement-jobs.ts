@@ -7,7 +7,7 @@ import { rewardDecider, type RewardCommand, type RewardEvent } from '../domain/r
 import { WrongExpectedRevisionError } from '../infra/event-store/port.ts';
 import { idFrom, uuidFrom } from '../infra/ids.ts';
 import { JobNotDueYet, type JobContext, type JobHandler } from '../infra/jobs.ts';
-import { ENGINE_PROJECTION, leaderboardWindowStream } from '../projectors/engagement-engine.ts';
+import { ENGINE_PROCESS, leaderboardWindowStream, readEntriesForDraw } from '../process-managers/engagement-engine/index.ts';
 import {
   GIVEAWAY_DRAW_JOB,
   LEADERBOARD_STATUS_JOB,
@@ -17,7 +17,7 @@ import {
   type GiveawayDrawJob,
   type LeaderboardStatusJob,
   type WindowCloseJob,
-} from '../projectors/engagement-schedule.ts';
+} from '../process-managers/engagement-schedule.ts';
 import { STANDINGS_PROJECTION } from '../projectors/leaderboard-standings.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
 import { rankedStandings } from '../query-api/leaderboard-standings.ts';
@@ -89,7 +89,7 @@ async function closeWindow(ctx: ServiceContext, job: WindowCloseJob, context: Jo
   const state = await folded<LeaderboardEvent, ReturnType<typeof leaderboardDecider.evolve>>(ctx, `leaderboard-${job.leaderboardId}`, leaderboardDecider);
   if (!state.exists || state.status === 'draft' || state.status === 'archived') return;
   settledAfter(ctx, job.windowEnd);
-  await caughtUp(ctx, [ENGINE_PROJECTION], [STANDINGS_PROJECTION]);
+  await caughtUp(ctx, [ENGINE_PROCESS], [STANDINGS_PROJECTION]);
   const stream = leaderboardWindowStream(job.leaderboardId, job.windowStart);
   const closed: LeaderboardWindowEvent = {
     type: 'LeaderboardWindowClosed',
@@ -127,16 +127,8 @@ async function drawGiveaway(ctx: ServiceContext, job: GiveawayDrawJob, context: 
   if (!state.exists || state.drawn || state.reward.kind !== 'entries') return;
   if (Date.parse(state.reward.drawsAt) !== Date.parse(job.drawsAt)) return;
   settledAfter(ctx, job.drawsAt);
-  await caughtUp(ctx, [ENGINE_PROJECTION]);
-  const entrants = (
-    await ctx.database.db
-      .selectFrom('engine_reward_entries')
-      .select(['user_id', 'entries'])
-      .where('reward_id', '=', job.rewardId)
-      .where('entries', '>', 0)
-      .orderBy('user_id')
-      .execute()
-  ).map((row) => ({ userId: row.user_id as string, entries: Number(row.entries) }));
+  await caughtUp(ctx, [ENGINE_PROCESS]);
+  const entrants = await readEntriesForDraw(ctx.database.db, job.rewardId);
   const seed = newDrawSeed();
   const winners = drawWinners(entrants, state.reward.supply, seed).map((userId) => ({ userId, assetId: idFrom(`giveaway:${job.rewardId}:${userId}`) }));
   const command: RewardCommand = {

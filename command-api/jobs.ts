@@ -9,7 +9,7 @@ import type { JobContext, JobHandler } from '../infra/jobs.ts';
 import { createMailer, type Mailer } from '../infra/mailer.ts';
 import { signInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { DOMAIN_VERIFICATION_JOB, type DomainVerificationJob } from '../projectors/domain-verification.ts';
+import { DOMAIN_VERIFICATION_JOB, type DomainVerificationJob } from '../process-managers/domain-verification.ts';
 import { INVITATION_EMAIL_JOB } from '../projectors/invitations.ts';
 import type { ServiceContext } from './context.ts';
 import { engagementJobHandlers } from './engagement-jobs.ts';

@@ -8,7 +8,7 @@ import { completionPeriodKey, dayBefore, localDate } from './windows.ts';
 /**
  * The engagement engine's decisions (DESIGN §6), pure: given a logged custom event and what the engine
  * knows (the community's live challenges, the user's progress in them, the allocations' supply, the
- * user's streak), the facts it causes. The process manager (`projectors/engagement-engine.ts`) loads the
+ * user's streak), the facts it causes. The process manager (`process-managers/engagement-engine/`) loads the
  * state, calls these, appends the events and saves the new state in one transaction.
  */
 

@@ -1,7 +1,7 @@
 import { communitiesProjection } from './communities.ts';
 import { customEventLinksProjection } from './custom-event-links.ts';
 import { customEventsProjection } from './custom-events.ts';
-import { domainVerificationProcess } from './domain-verification.ts';
+import { domainVerificationProcess } from '../process-managers/domain-verification.ts';
 import { invitationsProjection } from './invitations.ts';
 import { leaderboardsProjection } from './leaderboards.ts';
 import { challengesProjection } from './challenges.ts';
@@ -13,8 +13,8 @@ import type { Consumer } from './runtime/consumer.ts';
 import { fromLegacy } from './legacy.ts';
 import { usersProjection } from './users.ts';
 import { variableConfigsProjection } from './variable-configs.ts';
-import { engagementEngine } from './engagement-engine.ts';
-import { engagementSchedule } from './engagement-schedule.ts';
+import { engagementEngine } from '../process-managers/engagement-engine/index.ts';
+import { engagementSchedule } from '../process-managers/engagement-schedule.ts';
 import { leaderboardStandingsProjection } from './leaderboard-standings.ts';
 import { userLedgersProjection } from './user-ledgers.ts';
 import { giveawayAnalyticsProjection } from './giveaway-analytics.ts';
@@ -32,14 +32,14 @@ export const projections: readonly Consumer[] = [
   fromLegacy(communitiesProjection),
   fromLegacy(variableConfigsProjection),
   fromLegacy(usersProjection),
-  fromLegacy(domainVerificationProcess, 'process-manager'),
+  domainVerificationProcess,
   fromLegacy(invitationsProjection),
   fromLegacy(customEventsProjection),
   fromLegacy(customEventLinksProjection),
   fromLegacy(challengesProjection),
   fromLegacy(gamesProjection),
-  fromLegacy(engagementEngine, 'process-manager'),
-  fromLegacy(engagementSchedule, 'process-manager'),
+  engagementEngine,
+  engagementSchedule,
   fromLegacy(leaderboardStandingsProjection),
   fromLegacy(userLedgersProjection),
   fromLegacy(giveawayAnalyticsProjection),

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drawWinners } from '../domain/draw.ts';
 import type { GiveawayDrawnEvent, RewardAssetGrant } from '../domain/engagement-events.ts';
-import { assetIdOf } from '../projectors/engagement-engine.ts';
+import { assetIdOf } from '../process-managers/engagement-engine/index.ts';
 import { ManualClock } from './support/clock.ts';
 import { asTenant, startTestService, type Tenant, type TestService } from './support/service.ts';
 

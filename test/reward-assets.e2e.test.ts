@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AllocationDistributedEvent, GiveawayDrawnEvent, RewardAssetGrant } from '../domain/engagement-events.ts';
 import type { NewEvent, StreamAppend } from '../infra/event-store/port.ts';
 import { idFrom } from '../infra/ids.ts';
-import { assetIdOf } from '../projectors/engagement-engine.ts';
+import { assetIdOf } from '../process-managers/engagement-engine/index.ts';
 import type { Projection } from '../projectors/projection.ts';
 import { rewardAssetsProjection } from '../projectors/reward-assets.ts';
 import { rewardEntriesProjection, rewardEntryId } from '../projectors/reward-entries.ts';

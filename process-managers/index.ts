@@ -1,0 +1,9 @@
+import { domainVerificationProcess } from './domain-verification.ts';
+import { engagementEngine } from './engagement-engine/index.ts';
+import { engagementSchedule } from './engagement-schedule.ts';
+import type { ProcessManager } from './process-manager.ts';
+
+export { domainVerificationProcess, engagementEngine, engagementSchedule };
+
+/** Every process manager the service runs (the projector runtime drives them with the read models). */
+export const processManagers: readonly ProcessManager[] = [domainVerificationProcess, engagementEngine, engagementSchedule];
