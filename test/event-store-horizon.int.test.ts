@@ -442,6 +442,103 @@ describe.runIf(server)('PostgreSQL event store: the read horizon', () => {
     });
   });
 
+  describe('the horizon stops at running appenders and nothing else, at every instant', () => {
+    it('never passes an appender that is still running (checked against each announced backend’s own transaction id)', { timeout: 300_000 }, async () => {
+      // The check reads es_horizon(), then (later) which announced appenders are still running with an id
+      // below it. Such an appender got its id before the horizon's snapshot and announced before that, so
+      // the horizon must not be above it; if it is, a reader passes it and skips its events for good.
+      await sql
+        .raw(
+          `create or replace function horizon_check() returns table (horizon text, passed text) language plpgsql volatile as $$
+           declare h xid8 := es_horizon();
+           begin
+             return query
+             select h::text, string_agg(running::text, ',')
+             from pg_snapshot_xip(pg_current_snapshot()) as running
+             where running < h and (running::text::bigint % 4294967296) in (
+               select activity.backend_xid::text::bigint
+               from pg_locks announced join pg_stat_activity activity on activity.pid = announced.pid
+               where announced.locktype = 'advisory' and announced.classid = ${0x45530001} and announced.objid = ${0x41505044}
+                 and announced.objsubid = 2 and activity.backend_xid is not null
+                 and announced.database = (select oid from pg_database where datname = current_database()));
+           end $$`,
+        )
+        .execute(test.database.db);
+      const seed = Number(process.env.HORIZON_SEED ?? Date.now() % 2 ** 31);
+      console.log(`[horizon check] seed ${seed}`);
+      const checks = Number(process.env.HORIZON_CHECKS ?? 30_000);
+      const violations: string[] = [];
+      let done = 0;
+      const finished = () => done >= checks || violations.length > 0;
+      const appending = async (worker: number) => {
+        const random = generator(seed, 400 + worker);
+        while (!finished()) {
+          if (random.below(4) === 0) {
+            await test.database.db
+              .transaction()
+              .execute((trx) => store.appendInTransaction(trx, [{ stream: `check-${random.below(100)}`, events: newEvents(1) }]));
+          } else {
+            await store.append(`check-${random.below(100)}`, newEvents(1 + random.below(3)));
+          }
+        }
+      };
+      const checking = async () => {
+        while (!finished()) {
+          const row = (await sql<{ horizon: string; passed: string | null }>`select * from horizon_check()`.execute(readers.db)).rows[0]!;
+          done++;
+          if (row.passed) violations.push(`es_horizon() returned ${row.horizon} while the appender ${row.passed} was running`);
+        }
+      };
+      await Promise.all([...Array.from({ length: 8 }, (_, worker) => appending(worker)), ...Array.from({ length: 4 }, checking)]);
+      console.log(`[horizon check] ${done} checks, ${violations.length} violations`);
+      expect(violations).toEqual([]);
+    });
+
+    it('a transaction that an appender waits for holds nobody else back', async () => {
+      const cat = category();
+      const before = (await reader.head())?.position ?? null;
+      const row = (await sql<{ id: string }>`insert into horizon_side (note) values ('contended') returning id`.execute(test.database.db)).rows[0]!.id;
+      // X writes a row and stays open; it never appends.
+      const blocker = await session();
+      await blocker.query('begin');
+      await blocker.query(`update horizon_side set note = 'held by X' where id = $1`, [row]);
+      const x = BigInt((await blocker.query<{ xid: string }>('select pg_current_xact_id()::text as xid')).rows[0]!.xid);
+      // B appends and stays open for now.
+      const b = holdOpen((trx) => store.appendInTransaction(trx, [{ stream: `${cat}-b`, events: newEvents(2, 'B') }]));
+      // A appends (a later id than B), then waits for X's row: the oldest running appender is B, then A.
+      let pidOfA!: (pid: number) => void;
+      const aPid = new Promise<number>((resolve) => (pidOfA = resolve));
+      const a = holdOpen(async (trx) => {
+        const [result] = await store.appendInTransaction(trx, [{ stream: `${cat}-a`, events: newEvents(1, 'A') }]);
+        pidOfA((await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx)).rows[0]!.pid);
+        await sql`update horizon_side set note = 'A' where id = ${row}`.execute(trx);
+        return result!;
+      });
+      try {
+        const [bResult] = await b.started;
+        const pid = await aPid;
+        while (
+          (await sql<{ waiting: boolean }>`select exists (select 1 from pg_locks where pid = ${pid} and not granted) as waiting`.execute(readers.db)).rows[0]!
+            .waiting !== true
+        ) {
+          await sleep(5);
+        }
+        expect(x < BigInt(`0x${bResult!.position.slice(0, 16)}`)).toBe(true);
+        b.commit();
+        await b.done;
+        // B committed and is older than A, the only appender still running: X must not stop the readers.
+        expect((await visible(cat, before)).map((event) => event.type)).toEqual(['B', 'B']);
+        expect((await reader.head())?.position).toBe(bResult!.position);
+      } finally {
+        b.commit();
+        await blocker.query('rollback');
+        a.commit();
+        await Promise.all([b.done, a.done]);
+      }
+      expect((await visible(cat, before)).map((event) => event.type)).toEqual(['B', 'B', 'A']);
+    });
+  });
+
   describe('refusal: a transaction that wrote before its first append', () => {
     it('is refused, and none of its writes or events survive', async () => {
       const cat = category();
