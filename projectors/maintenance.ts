@@ -156,6 +156,8 @@ export async function retryParked(db: UntypedDb, store: EventStore, projections:
   if (!event) throw conflict(`Event ${parked.event_id} is no longer in ${parked.stream}`);
   try {
     await db.transaction().execute(async (trx) => {
+      // A process manager appends: its transaction announces itself before its first write.
+      if (projection.kind === 'process-manager' && store instanceof PostgresEventStore) await store.announceAppender(trx);
       await projection.apply(trx.withSchema(schemaOf(parked.name, parked.generation)), [event], contextFor(trx, store));
       const removed = await runtimeDb(trx).deleteFrom('projection_parked').where('id', '=', String(id)).executeTakeFirst();
       if (Number(removed.numDeletedRows) !== 1) throw conflict(`Parked event ${id} was resolved meanwhile`);

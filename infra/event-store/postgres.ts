@@ -30,11 +30,13 @@ const APPENDED_CHANNEL = 'es_appended';
  * still running (`es_horizon()`), not at the oldest transaction on the whole server: an idle transaction in
  * another database, a read model's batch or a psql session left open no longer stall the log.
  *
- * Why it is exact: a reader takes a snapshot S, then reads the lock table L, then (a later statement) reads
- * events below the horizon H = min(xmax(S), oldest announced xid running at S). An appender running at S got
- * its xid before S and announced before that, so it is in L and H stops at it. An appender that gets its xid
- * after S has one >= xmax(S) >= H. So every appender below H had finished at S, and the later read sees all
- * of its events. Shared locks never wait for each other; appenders pay one lock-table entry.
+ * Why it is exact: a reader takes a snapshot S, then finds the announced backends (the lock table) and their
+ * transaction ids (`pg_stat_activity.backend_xid`, the very field snapshots are made from; the lock on an id
+ * is taken only after the id is visible, so the lock table would miss it for a moment), then, in a later
+ * statement, reads events below the horizon H = min(xmax(S), oldest announced xid running at S). An appender
+ * running at S got its xid before S and announced before that, so it is found and H stops at it. An appender
+ * that gets its xid after S has one >= xmax(S) >= H. So every appender below H had finished at S, and the
+ * later read sees all of its events. Shared locks never wait for each other; appenders pay one lock entry.
  */
 const APPENDER_LOCK = [0x45530001, 0x41505044] as const;
 
@@ -86,6 +88,32 @@ export const eventStoreMigrations: Record<string, Migration> = {
               and announced.database = (select oid from pg_database where datname = current_database())
               and announced.classid = ${sql.raw(String(APPENDER_LOCK[0]))} and announced.objid = ${sql.raw(String(APPENDER_LOCK[1]))}
               and announced.objsubid = 2);
+          return coalesce(oldest, pg_snapshot_xmax(snapshot));
+        end $$`.execute(db);
+    },
+  },
+  '0003_append_horizon_from_backend_xids': {
+    // A transaction's id enters the snapshots before its lock on that id is taken, so the lock table can miss
+    // a running appender for a moment; its backend's own id (`backend_xid`, the field snapshots read) cannot.
+    async up(db) {
+      await sql`
+        create or replace function es_horizon() returns xid8 language plpgsql volatile as $$
+        declare
+          snapshot pg_snapshot := pg_current_snapshot();
+          oldest xid8;
+        begin
+          perform pg_stat_clear_snapshot();
+          select min(running) into oldest
+          from pg_snapshot_xip(snapshot) as running
+          where (running::text::bigint % 4294967296) in (
+            select activity.backend_xid::text::bigint
+            from pg_locks announced
+            join pg_stat_activity activity on activity.pid = announced.pid
+            where announced.locktype = 'advisory'
+              and announced.database = (select oid from pg_database where datname = current_database())
+              and announced.classid = ${sql.raw(String(APPENDER_LOCK[0]))} and announced.objid = ${sql.raw(String(APPENDER_LOCK[1]))}
+              and announced.objsubid = 2
+              and activity.backend_xid is not null);
           return coalesce(oldest, pg_snapshot_xmax(snapshot));
         end $$`.execute(db);
     },
