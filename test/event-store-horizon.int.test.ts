@@ -469,9 +469,13 @@ describe.runIf(server)('PostgreSQL event store: the read horizon', () => {
       const seed = Number(process.env.HORIZON_SEED ?? Date.now() % 2 ** 31);
       console.log(`[horizon check] seed ${seed}`);
       const checks = Number(process.env.HORIZON_CHECKS ?? 30_000);
-      const violations: string[] = [];
+      // A candidate is a running transaction below the horizon whose backend holds the announcement now. The
+      // check reads the backends' ids and their locks one after the other, so a backend that was running a
+      // non-appending transaction (the coalesced NOTIFY) and announces its next append in between looks like
+      // one: a candidate is a violation only if its transaction really appended events.
+      const candidates: { horizon: string; running: string }[] = [];
       let done = 0;
-      const finished = () => done >= checks || violations.length > 0;
+      const finished = () => done >= checks;
       const appending = async (worker: number) => {
         const random = generator(seed, 400 + worker);
         while (!finished()) {
@@ -488,11 +492,23 @@ describe.runIf(server)('PostgreSQL event store: the read horizon', () => {
         while (!finished()) {
           const row = (await sql<{ horizon: string; passed: string | null }>`select * from horizon_check()`.execute(readers.db)).rows[0]!;
           done++;
-          if (row.passed) violations.push(`es_horizon() returned ${row.horizon} while the appender ${row.passed} was running`);
+          for (const running of row.passed?.split(',') ?? []) candidates.push({ horizon: row.horizon, running });
         }
       };
       await Promise.all([...Array.from({ length: 8 }, (_, worker) => appending(worker)), ...Array.from({ length: 4 }, checking)]);
-      console.log(`[horizon check] ${done} checks, ${violations.length} violations`);
+      const appended = candidates.length
+        ? (
+            await sql<{
+              id: string;
+            }>`select distinct transaction_id::text as id from es_events where transaction_id::text = any(${candidates.map((c) => c.running)})`.execute(
+              test.database.db,
+            )
+          ).rows.map((row) => row.id)
+        : [];
+      const violations = candidates
+        .filter((candidate) => appended.includes(candidate.running))
+        .map((candidate) => `es_horizon() returned ${candidate.horizon} while the appender ${candidate.running} was running`);
+      console.log(`[horizon check] ${done} checks, ${candidates.length} candidates, ${violations.length} violations`);
       expect(violations).toEqual([]);
     });
 

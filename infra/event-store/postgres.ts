@@ -93,9 +93,28 @@ export const eventStoreMigrations: Record<string, Migration> = {
     },
   },
   '0003_append_horizon_from_backend_xids': {
-    // A transaction's id enters the snapshots before its lock on that id is taken, so the lock table can miss
-    // a running appender for a moment; its backend's own id (`backend_xid`, the field snapshots read) cannot.
+    // A transaction's id enters the snapshots before its lock on that id is taken, so the lock table alone can
+    // miss a running appender for a moment; its backend's own id (`backend_xid`, the field snapshots are made
+    // from) cannot. Both are read: an id found by either holds the horizon.
     async up(db) {
+      await sql`
+        create or replace function es_announced_xids() returns setof bigint language sql volatile as $$
+          select activity.backend_xid::text::bigint
+          from pg_locks announced
+          join pg_stat_activity activity on activity.pid = announced.pid
+          where announced.locktype = 'advisory' and announced.granted
+            and announced.database = (select oid from pg_database where datname = current_database())
+            and announced.classid = ${sql.raw(String(APPENDER_LOCK[0]))} and announced.objid = ${sql.raw(String(APPENDER_LOCK[1]))}
+            and announced.objsubid = 2 and activity.backend_xid is not null
+          union
+          select own.transactionid::text::bigint
+          from pg_locks announced
+          join pg_locks own on own.pid = announced.pid and own.locktype = 'transactionid' and own.granted and own.mode = 'ExclusiveLock'
+          where announced.locktype = 'advisory' and announced.granted
+            and announced.database = (select oid from pg_database where datname = current_database())
+            and announced.classid = ${sql.raw(String(APPENDER_LOCK[0]))} and announced.objid = ${sql.raw(String(APPENDER_LOCK[1]))}
+            and announced.objsubid = 2
+        $$`.execute(db);
       await sql`
         create or replace function es_horizon() returns xid8 language plpgsql volatile as $$
         declare
@@ -103,17 +122,8 @@ export const eventStoreMigrations: Record<string, Migration> = {
           oldest xid8;
         begin
           perform pg_stat_clear_snapshot();
-          select min(running) into oldest
-          from pg_snapshot_xip(snapshot) as running
-          where (running::text::bigint % 4294967296) in (
-            select activity.backend_xid::text::bigint
-            from pg_locks announced
-            join pg_stat_activity activity on activity.pid = announced.pid
-            where announced.locktype = 'advisory'
-              and announced.database = (select oid from pg_database where datname = current_database())
-              and announced.classid = ${sql.raw(String(APPENDER_LOCK[0]))} and announced.objid = ${sql.raw(String(APPENDER_LOCK[1]))}
-              and announced.objsubid = 2
-              and activity.backend_xid is not null);
+          select min(running) into oldest from pg_snapshot_xip(snapshot) as running
+          where (running::text::bigint % 4294967296) in (select es_announced_xids());
           return coalesce(oldest, pg_snapshot_xmax(snapshot));
         end $$`.execute(db);
     },
