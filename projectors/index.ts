@@ -25,7 +25,7 @@ import { achievementsProjection } from './achievements.ts';
 
 /** Every read model the service keeps. */
 export const projections: readonly Consumer[] = [
-  fromLegacy(organisationsProjection),
+  organisationsProjection,
   fromLegacy(leaderboardsProjection),
   fromLegacy(rewardsProjection),
   fromLegacy(rewardAllocationsProjection),
