@@ -119,11 +119,10 @@ export const leaderboardsProjection = defineProjection<LeaderboardTables, Leader
     const distributions = new Map<string, Held<LeaderboardRankRewardRow>[]>();
 
     for (const event of events) {
-      const { data } = event;
       // Changes apply to the leaderboard of this organisation only.
       const current = () => {
-        const row = leaderboards.get({ id: data.leaderboardId });
-        return row?.organisation_id === data.organisationId ? row : undefined;
+        const row = leaderboards.get({ id: event.data.leaderboardId });
+        return row?.organisation_id === event.data.organisationId ? row : undefined;
       };
       switch (event.type) {
         case 'LeaderboardCreated': {
