@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import type { Kysely } from 'kysely';
 import { challengeDecider, type ActionReplacement, type ChallengeEvent, type ChallengeRecord, type ChallengeState } from '../domain/challenge.ts';
 import { freshDistributionView } from '../domain/distribution-entry.ts';
 import type { Decider } from '../domain/decider.ts';
@@ -15,6 +16,7 @@ import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { eventMetadata, parse, readYourWrites } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
+import type { ChallengeTables } from '../projectors/challenges.ts';
 import type { ServiceContext } from './context.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
@@ -26,7 +28,7 @@ const minPositionHeader = {
 
 export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<ChallengeTables> = ctx.database.db;
 
   admin.route(
     router,
@@ -130,7 +132,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
         .where('action_id', '=', actionId)
         .executeTakeFirst();
       if (!owner) throw notFound('Action not found');
-      const challengeId = owner.challenge_id as string;
+      const challengeId = owner.challenge_id;
       await runCommand(ctx, req, res, {
         parts: [
           {

@@ -1,9 +1,11 @@
+import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { API_FAMILIES, domainNameDecider, organisationDecider, SLUG_PATTERN, standardDomain } from '../domain/organisation.ts';
 import { generateApiToken } from '../infra/auth.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { notFound, serviceUnavailable } from '../infra/http/errors.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
+import type { OrganisationTables } from '../projectors/organisations.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
 import { handleCommand } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
@@ -89,7 +91,8 @@ export async function issueToken(ctx: ServiceContext, input: z.infer<typeof issu
 export const revokeTokenInput = z.object({ tokenId: z.string().regex(ID_PATTERN, 'must be 24 hexadecimal characters') });
 
 export async function revokeToken(ctx: ServiceContext, input: z.infer<typeof revokeTokenInput>, metadata: EventMetadata) {
-  const row = await ctx.database.db.selectFrom('api_tokens').select(['organisation_id']).where('id', '=', input.tokenId).executeTakeFirst();
+  const tenancy: Kysely<OrganisationTables> = ctx.database.db;
+  const row = await tenancy.selectFrom('api_tokens').select(['organisation_id']).where('id', '=', input.tokenId).executeTakeFirst();
   if (!row) throw notFound(`Token ${input.tokenId} not found`);
   const handled = await handleCommand(
     ctx.store,

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { createHash } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import {
   INVITATION_VALIDITY_MS,
   invitationDecider,
@@ -17,7 +18,9 @@ import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { verifyInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
+import type { InvitationTables } from '../projectors/invitations.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
+import type { UserTables } from '../projectors/users.ts';
 import type { CommandPart } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
@@ -30,7 +33,7 @@ function inviteeStream(organisationId: string, email: string): string {
 
 export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<UserTables & InvitationTables> = ctx.database.db;
   const tokenKey = userTokenKey(ctx.config);
 
   admin.route(
@@ -64,15 +67,15 @@ export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router
               .select(['email', 'status'])
               .where('organisation_id', '=', organisationId)
               .where('email', 'in', candidates)
-              .where((eb) => eb.or([eb('status', '=', 'accepted'), eb.and([eb('status', '=', 'pending'), eb('expires_at', '>', occurredAt!)])]))
+              .where((eb) => eb.or([eb('status', '=', 'accepted'), eb.and([eb('status', '=', 'pending'), eb('expires_at', '>', new Date(occurredAt!))])]))
               .execute(),
           ])
         : [[], []];
       const memberEmails = new Set([
-        ...members.map((row) => row.email_key as string),
-        ...pending.filter((row) => row.status === 'accepted').map((row) => row.email as string),
+        ...members.flatMap((row) => (row.email_key === null ? [] : [row.email_key])),
+        ...pending.filter((row) => row.status === 'accepted').map((row) => row.email),
       ]);
-      const pendingEmails = new Set(pending.filter((row) => row.status === 'pending').map((row) => row.email as string));
+      const pendingEmails = new Set(pending.filter((row) => row.status === 'pending').map((row) => row.email));
       const seen = new Set<string>();
       const parts: CommandPart[] = [];
       const results = emails.map((email) => {

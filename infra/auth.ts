@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import type { Kysely } from 'kysely';
 import type { ApiFamily } from '../domain/organisation.ts';
+import type { OrganisationTables } from '../projectors/organisations.ts';
 import { forbidden, unauthorized } from './http/errors.ts';
 
 /**
@@ -38,7 +39,7 @@ export function hostnameOf(hostHeader: string | undefined): string | null {
  * token must exist, be unrevoked, belong to that organisation and be scoped to that very domain (401
  * otherwise), and carry the API family (403 otherwise).
  */
-export function requireApiToken(db: Kysely<any>, family: ApiFamily): RequestHandler {
+export function requireApiToken(db: Kysely<OrganisationTables>, family: ApiFamily): RequestHandler {
   return async (req, res, next) => {
     const raw = req.get('x-api-token');
     if (!raw) throw unauthorized('Missing x-api-token header');
@@ -53,7 +54,7 @@ export function requireApiToken(db: Kysely<any>, family: ApiFamily): RequestHand
       .executeTakeFirst();
     if (!row || row.revoked_at !== null || row.status !== 'active') throw unauthorized('Invalid or revoked API token');
     if (row.domain !== hostname) throw unauthorized('This token is not valid for this domain');
-    const families = row.families as ApiFamily[];
+    const families = row.families;
     if (!families.includes(family)) throw forbidden(`This token does not grant the ${family} API`);
     const tenant: Tenant = { organisationId: row.organisation_id, domain: row.domain, tokenId: row.id, families };
     res.locals.tenant = tenant;

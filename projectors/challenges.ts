@@ -1,16 +1,40 @@
-import { sql, type Kysely } from 'kysely';
+import { sql } from 'kysely';
 import { challengeDecider, type ChallengeEvent, type ChallengeRecord, type ChallengeState } from '../domain/challenge.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import { columnsOf, type Held, type Json, type Timestamp } from './columns.ts';
+import { defineProjection } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
+
+export interface ChallengeRow {
+  id: string;
+  organisation_id: string;
+  community_id: string;
+  is_global_template: boolean;
+  available_as_template_for: string[];
+  created_at: Timestamp;
+  /** The whole record, as the domain's `evolve` folds it. */
+  document: Json<ChallengeRecord>;
+}
+
+export interface ChallengeActionRow {
+  action_id: string;
+  challenge_id: string;
+  organisation_id: string;
+}
+
+export interface ChallengeTables {
+  challenges: ChallengeRow;
+  challenge_actions: ChallengeActionRow;
+}
 
 /**
  * Challenges as the admin API shows them (the whole record in `document`, folded by the domain's own
  * `evolve`), the columns the lists filter and order on, and which challenge each action belongs to.
  */
-export const challengesProjection: Projection = {
+export const challengesProjection = defineProjection<ChallengeTables, ChallengeEvent>({
   name: 'challenges',
   version: 1,
   tables: ['challenges', 'challenge_actions'],
-  filter: { categories: ['challenge'] },
+  canHandle: ['ChallengeCreated', 'ChallengeUpdated', 'ActionDistributionAssigned'],
   migrations: {
     '0001_challenges': {
       async up(db) {
@@ -47,56 +71,76 @@ export const challengesProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const typed = event as unknown as ChallengeEvent;
-    const { challengeId } = typed.data;
-    if (typed.type === 'ChallengeCreated') {
-      const record = recordOf(challengeDecider.evolve(challengeDecider.initialState, typed));
-      await db
-        .insertInto('challenges')
-        .values({
-          id: record.challengeId,
-          organisation_id: record.organisationId,
-          community_id: record.communityId,
-          is_global_template: record.isGlobalTemplate,
-          available_as_template_for: record.availableAsTemplateForOrganisations,
-          created_at: record.createdAt,
-          document: JSON.stringify(record),
-        })
-        .onConflict((oc) => oc.column('id').doNothing())
-        .execute();
-      await insertActions(db, record);
-      return;
-    }
-    const row = await db.selectFrom('challenges').select('document').where('id', '=', challengeId).executeTakeFirst();
-    if (!row) throw new Error(`${typed.type} for challenge ${challengeId}, which the read model does not hold`);
-    const record = recordOf(challengeDecider.evolve({ exists: true, ...(row.document as ChallengeRecord) }, typed));
-    await db
-      .updateTable('challenges')
-      .set({
+  /**
+   * One read of the challenges the batch names and one (two when it replaces actions) of the actions it
+   * touches; its events folded in log order; one upsert per table and one delete of replaced actions.
+   */
+  async apply(db, events) {
+    const challenges = new RowBatch<Held<ChallengeRow>>('challenges', ['id']);
+    const actions = new RowBatch<ChallengeActionRow>('challenge_actions', ['action_id']);
+    await challenges.load(
+      db,
+      events.map((event) => ({ id: event.data.challengeId })),
+    );
+    // The actions the batch names, and every action of a challenge whose actions it replaces.
+    const replacing = events.flatMap((event) => (event.type === 'ChallengeUpdated' && event.data.changes.actions ? [event.data.challengeId] : []));
+    const replaced =
+      replacing.length === 0 ? [] : await db.selectFrom('challenge_actions').select('action_id').where('challenge_id', 'in', replacing).execute();
+    const named = events.flatMap((event) =>
+      event.type === 'ChallengeCreated' ? event.data.actions : event.type === 'ChallengeUpdated' ? (event.data.changes.actions ?? []) : [],
+    );
+    await actions.load(db, [...replaced, ...named.map((action) => ({ action_id: action.actionId }))]);
+
+    /** An action already held by any challenge keeps its owner. */
+    const addActions = (record: ChallengeRecord) => {
+      for (const action of record.actions) {
+        if (!actions.get({ action_id: action.actionId })) {
+          actions.set({ action_id: action.actionId, challenge_id: record.challengeId, organisation_id: record.organisationId });
+        }
+      }
+    };
+
+    for (const event of events) {
+      const { challengeId } = event.data;
+      if (event.type === 'ChallengeCreated') {
+        const record = recordOf(challengeDecider.evolve(challengeDecider.initialState, event));
+        if (!challenges.get({ id: challengeId })) {
+          challenges.set({
+            id: record.challengeId,
+            organisation_id: record.organisationId,
+            community_id: record.communityId,
+            is_global_template: record.isGlobalTemplate,
+            available_as_template_for: record.availableAsTemplateForOrganisations,
+            created_at: record.createdAt,
+            document: record,
+          });
+        }
+        addActions(record);
+        continue;
+      }
+      const row = challenges.get({ id: challengeId });
+      if (!row) throw new Error(`${event.type} for challenge ${challengeId}, which the read model does not hold`);
+      const record = recordOf(challengeDecider.evolve({ exists: true, ...row.document }, event));
+      challenges.set({
+        ...row,
         is_global_template: record.isGlobalTemplate,
         available_as_template_for: record.availableAsTemplateForOrganisations,
-        document: JSON.stringify(record),
-      })
-      .where('id', '=', challengeId)
-      .execute();
-    if (typed.type === 'ChallengeUpdated' && typed.data.changes.actions) {
-      await db.deleteFrom('challenge_actions').where('challenge_id', '=', challengeId).execute();
-      await insertActions(db, record);
+        document: record,
+      });
+      if (event.type === 'ChallengeUpdated' && event.data.changes.actions) {
+        const owned = [...actions.values()].filter((action) => action.challenge_id === challengeId);
+        for (const action of owned) actions.delete(action);
+        addActions(record);
+      }
     }
+
+    await challenges.save(db, (row) => columnsOf(row, ['document']));
+    await actions.save(db);
   },
-};
+});
 
 function recordOf(state: ChallengeState): ChallengeRecord {
   if (!state.exists) throw new Error('a challenge event left no challenge');
   const { exists: _exists, ...record } = state;
   return record;
-}
-
-async function insertActions(db: Kysely<any>, record: ChallengeRecord): Promise<void> {
-  await db
-    .insertInto('challenge_actions')
-    .values(record.actions.map((action) => ({ action_id: action.actionId, challenge_id: record.challengeId, organisation_id: record.organisationId })))
-    .onConflict((oc) => oc.column('action_id').doNothing())
-    .execute();
 }

@@ -1,12 +1,30 @@
-import type { CommunityEvent } from '../domain/community.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import type { CommunityEvent, LocalisedDetails } from '../domain/community.ts';
+import { columnsOf, type Held, type Json, type Timestamp } from './columns.ts';
+import { defineProjection } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
+
+export interface CommunityRow {
+  id: string;
+  organisation_id: string;
+  name: string;
+  description: string | null;
+  details: Json<LocalisedDetails>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  created_by: string;
+  updated_by: string;
+}
+
+export interface CommunityTables {
+  communities: CommunityRow;
+}
 
 /** Communities as the admin API shows them. */
-export const communitiesProjection: Projection = {
+export const communitiesProjection = defineProjection<CommunityTables, CommunityEvent>({
   name: 'communities',
   version: 1,
   tables: ['communities'],
-  filter: { categories: ['community'] },
+  canHandle: ['CommunityCreated', 'CommunityUpdated'],
   migrations: {
     '0001_communities': {
       async up(db) {
@@ -28,41 +46,47 @@ export const communitiesProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const { type, data } = event as unknown as CommunityEvent;
-    switch (type) {
-      case 'CommunityCreated':
-        await db
-          .insertInto('communities')
-          .values({
+  /** One read of the communities the batch names, its events folded in log order, one upsert. */
+  async apply(db, events) {
+    const communities = new RowBatch<Held<CommunityRow>>('communities', ['id']);
+    await communities.load(
+      db,
+      events.map((event) => ({ id: event.data.communityId })),
+    );
+    for (const event of events) {
+      switch (event.type) {
+        case 'CommunityCreated': {
+          const { data } = event;
+          if (communities.get({ id: data.communityId })) break;
+          communities.set({
             id: data.communityId,
             organisation_id: data.organisationId,
             name: data.name,
             description: data.description,
-            details: JSON.stringify(data.details),
+            details: data.details,
             created_at: data.createdAt,
             updated_at: data.createdAt,
             created_by: data.createdBy,
             updated_by: data.createdBy,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
-      case 'CommunityUpdated': {
-        const { name, description, details } = data.changes;
-        await db
-          .updateTable('communities')
-          .set({
+          });
+          break;
+        }
+        case 'CommunityUpdated': {
+          const row = communities.get({ id: event.data.communityId });
+          if (!row) break;
+          const { name, description, details } = event.data.changes;
+          communities.set({
+            ...row,
             ...(name !== undefined ? { name } : {}),
             ...(description !== undefined ? { description } : {}),
-            ...(details !== undefined ? { details: JSON.stringify(details) } : {}),
-            updated_at: data.updatedAt,
-            updated_by: data.updatedBy,
-          })
-          .where('id', '=', data.communityId)
-          .execute();
-        return;
+            ...(details !== undefined ? { details } : {}),
+            updated_at: event.data.updatedAt,
+            updated_by: event.data.updatedBy,
+          });
+          break;
+        }
       }
     }
+    await communities.save(db, (row) => columnsOf(row, ['details']));
   },
-};
+});

@@ -1,13 +1,43 @@
-import { sql } from 'kysely';
+import type { CustomEventPayload } from '../domain/custom-event.ts';
 import type { CustomEventLinkEvent } from '../domain/custom-event-link.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import { columnsOf, type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { defineProjection } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
+
+export interface CustomEventLinkRow {
+  id: string;
+  organisation_id: string;
+  community_id: string;
+  name: string;
+  payload: Json<CustomEventPayload>;
+  is_single_use: boolean;
+  expires_at: Timestamp;
+  redemption_count: number;
+  created_by: string;
+  created_at: Timestamp;
+  /** Set by the expiry job's event. */
+  expired_at: NullableTimestamp;
+}
+
+export interface CustomEventLinkRedemptionRow {
+  link_id: string;
+  organisation_id: string;
+  user_id: string;
+  event_id: string;
+  redeemed_at: Timestamp;
+}
+
+export interface CustomEventLinkTables {
+  custom_event_links: CustomEventLinkRow;
+  custom_event_link_redemptions: CustomEventLinkRedemptionRow;
+}
 
 /** Custom event links of each organisation and who redeemed them. */
-export const customEventLinksProjection: Projection = {
+export const customEventLinksProjection = defineProjection<CustomEventLinkTables, CustomEventLinkEvent>({
   name: 'custom_event_links',
   version: 2,
   tables: ['custom_event_links', 'custom_event_link_redemptions'],
-  filter: { categories: ['link'] },
+  canHandle: ['CustomEventLinkCreated', 'CustomEventLinkRedeemed', 'CustomEventLinkExpired'],
   migrations: {
     '0001_custom_event_links': {
       async up(db) {
@@ -52,47 +82,61 @@ export const customEventLinksProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const { type, data } = event as unknown as CustomEventLinkEvent;
-    if (type === 'CustomEventLinkExpired') {
-      await db.updateTable('custom_event_links').set({ expired_at: data.expiredAt }).where('id', '=', data.linkId).execute();
-      return;
-    }
-    switch (type) {
-      case 'CustomEventLinkCreated':
-        await db
-          .insertInto('custom_event_links')
-          .values({
+  /** One read per table of the links and redemptions the batch names, its events folded in log order, one upsert each. */
+  async apply(db, events) {
+    const links = new RowBatch<Held<CustomEventLinkRow>>('custom_event_links', ['id']);
+    const redemptions = new RowBatch<Held<CustomEventLinkRedemptionRow>>('custom_event_link_redemptions', ['link_id', 'user_id']);
+    await links.load(
+      db,
+      events.map((event) => ({ id: event.data.linkId })),
+    );
+    await redemptions.load(
+      db,
+      events.flatMap((event) => (event.type === 'CustomEventLinkRedeemed' ? [{ link_id: event.data.linkId, user_id: event.data.userId }] : [])),
+    );
+    for (const event of events) {
+      switch (event.type) {
+        case 'CustomEventLinkCreated': {
+          const { data } = event;
+          if (links.get({ id: data.linkId })) break;
+          links.set({
             id: data.linkId,
             organisation_id: data.organisationId,
             community_id: data.communityId,
             name: data.name,
-            payload: JSON.stringify(data.payload),
+            payload: data.payload,
             is_single_use: data.isSingleUse,
             expires_at: data.expiresAt,
+            redemption_count: 0,
             created_by: data.createdBy,
             created_at: data.createdAt,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
-      case 'CustomEventLinkRedeemed': {
-        const inserted = await db
-          .insertInto('custom_event_link_redemptions')
-          .values({ link_id: data.linkId, organisation_id: data.organisationId, user_id: data.userId, event_id: data.eventId, redeemed_at: data.redeemedAt })
-          .onConflict((oc) => oc.columns(['link_id', 'user_id']).doNothing())
-          .returning('link_id')
-          .executeTakeFirst();
-        // Counted only when the redemption is new, so applying an event twice cannot count it twice.
-        if (inserted) {
-          await db
-            .updateTable('custom_event_links')
-            .set({ redemption_count: sql`redemption_count + 1` })
-            .where('id', '=', data.linkId)
-            .execute();
+            expired_at: null,
+          });
+          break;
         }
-        return;
+        case 'CustomEventLinkRedeemed': {
+          const { data } = event;
+          // Counted only when the redemption is new, so applying an event twice cannot count it twice.
+          if (redemptions.get({ link_id: data.linkId, user_id: data.userId })) break;
+          redemptions.set({
+            link_id: data.linkId,
+            organisation_id: data.organisationId,
+            user_id: data.userId,
+            event_id: data.eventId,
+            redeemed_at: data.redeemedAt,
+          });
+          const link = links.get({ id: data.linkId });
+          if (link) links.set({ ...link, redemption_count: link.redemption_count + 1 });
+          break;
+        }
+        case 'CustomEventLinkExpired': {
+          const link = links.get({ id: event.data.linkId });
+          if (link) links.set({ ...link, expired_at: event.data.expiredAt });
+          break;
+        }
       }
     }
+    await links.save(db, (row) => columnsOf(row, ['payload']));
+    await redemptions.save(db, (row) => columnsOf(row));
   },
-};
+});

@@ -1,10 +1,40 @@
-import { sql, type Kysely } from 'kysely';
-import type { CustomEventEvent } from '../domain/custom-event.ts';
-import type { RecordedEvent } from '../infra/event-store/port.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import { sql } from 'kysely';
+import type { CustomEventEvent, CustomEventPayload } from '../domain/custom-event.ts';
+import type { Int8, Json, Timestamp } from './columns.ts';
+import { CounterBatch } from './counters.ts';
+import { defineProjection } from './projection.ts';
 
 /** The lists `custom_event_counts` counts per organisation: all its events, or one user's, community's or name's (`value`). */
 export type EventCountDimension = 'all' | 'user' | 'community' | 'name';
+
+export interface CustomEventRow {
+  id: string;
+  organisation_id: string;
+  community_id: string;
+  user_id: string;
+  external_user_id: string;
+  name: string;
+  payload: Json<CustomEventPayload>;
+  nonce: string | null;
+  /** The API token or the link that logged it. */
+  event_source_id: string;
+  source_type: 'api' | 'link';
+  tags: Json<string[]>;
+  created_at: Timestamp;
+}
+
+export interface CustomEventCountRow {
+  organisation_id: string;
+  dimension: EventCountDimension;
+  /** '' for `all`. */
+  value: string;
+  count: Int8;
+}
+
+export interface CustomEventTables {
+  custom_events: CustomEventRow;
+  custom_event_counts: CustomEventCountRow;
+}
 
 /**
  * Logged custom events as the integration API's event records: `payload` is the client's payload (the
@@ -12,11 +42,11 @@ export type EventCountDimension = 'all' | 'user' | 'community' | 'name';
  * was logged (`custom`, plus `link` for a link redemption). `custom_event_counts` keeps the size of each list
  * `GET /integration/events` serves without a time range, so its `totalCount` costs no scan of a long log.
  */
-export const customEventsProjection: Projection = {
+export const customEventsProjection = defineProjection<CustomEventTables, CustomEventEvent>({
   name: 'custom_events',
   version: 2,
   tables: ['custom_events', 'custom_event_counts'],
-  filter: { categories: ['customevent'] },
+  canHandle: ['CustomEventLogged'],
   migrations: {
     '0001_custom_events': {
       async up(db) {
@@ -65,55 +95,61 @@ export const customEventsProjection: Projection = {
     },
   },
 
-  applyBatch: (db, events) => recordEvents(db, events),
-
-  apply: (db, event) => recordEvents(db, [event]),
-};
-
-/** The events not recorded yet, in one statement, then the counts of the lists they joined, in one more. */
-async function recordEvents(db: Kysely<any>, events: RecordedEvent[]): Promise<void> {
-  const logged = events.flatMap((event) => (event.type === 'CustomEventLogged' ? [(event as unknown as CustomEventEvent).data] : []));
-  if (logged.length === 0) return;
-  const inserted = await db
-    .insertInto('custom_events')
-    .values(
-      logged.map((data) => ({
-        id: data.eventId,
-        organisation_id: data.organisationId,
-        community_id: data.communityId,
-        user_id: data.userId,
-        external_user_id: data.externalUserId,
-        name: data.name,
-        payload: JSON.stringify(data.payload),
-        nonce: data.nonce,
-        event_source_id: data.source.type === 'link' ? data.source.linkId : data.source.tokenId,
-        source_type: data.source.type,
-        tags: JSON.stringify(data.source.type === 'link' ? ['custom', 'link'] : ['custom']),
-        created_at: data.occurredAt,
-      })),
-    )
-    .onConflict((oc) => oc.column('id').doNothing())
-    .returning(['organisation_id', 'user_id', 'community_id', 'name'])
-    .execute();
-  const counts = new Map<string, { organisation_id: string; dimension: EventCountDimension; value: string; count: number }>();
-  for (const row of inserted) {
-    const lists: [EventCountDimension, string][] = [
-      ['all', ''],
-      ['user', row.user_id],
-      ['community', row.community_id],
-      ['name', row.name],
-    ];
-    for (const [dimension, value] of lists) {
-      const key = JSON.stringify([row.organisation_id, dimension, value]);
-      const count = counts.get(key) ?? { organisation_id: row.organisation_id, dimension, value, count: 0 };
-      count.count += 1;
-      counts.set(key, count);
+  /**
+   * The events not recorded yet, in one statement (arrays unnested: a dozen parameters whatever the batch's
+   * size), then the counts of the lists they joined, summed in memory, in one more.
+   */
+  async apply(db, events) {
+    // An event id recorded twice keeps its first record, as `on conflict do nothing` would one by one.
+    const logged = new Map<string, CustomEventEvent['data']>();
+    for (const { data } of events) if (!logged.has(data.eventId)) logged.set(data.eventId, data);
+    const rows = [...logged.values()];
+    const column = <T>(value: (data: CustomEventEvent['data']) => T) => rows.map(value);
+    const inserted = await db
+      .insertInto('custom_events')
+      .columns([
+        'id',
+        'organisation_id',
+        'community_id',
+        'user_id',
+        'external_user_id',
+        'name',
+        'payload',
+        'nonce',
+        'event_source_id',
+        'source_type',
+        'tags',
+        'created_at',
+      ])
+      .expression(
+        sql`select * from unnest(
+          ${column((data) => data.eventId)}::text[],
+          ${column((data) => data.organisationId)}::text[],
+          ${column((data) => data.communityId)}::text[],
+          ${column((data) => data.userId)}::text[],
+          ${column((data) => data.externalUserId)}::text[],
+          ${column((data) => data.name)}::text[],
+          ${column((data) => JSON.stringify(data.payload))}::jsonb[],
+          ${column((data) => data.nonce)}::text[],
+          ${column((data) => (data.source.type === 'link' ? data.source.linkId : data.source.tokenId))}::text[],
+          ${column((data) => data.source.type)}::text[],
+          ${column((data) => JSON.stringify(data.source.type === 'link' ? ['custom', 'link'] : ['custom']))}::jsonb[],
+          ${column((data) => data.occurredAt)}::timestamptz[]
+        )`,
+      )
+      .onConflict((oc) => oc.column('id').doNothing())
+      .returning(['organisation_id', 'user_id', 'community_id', 'name'])
+      .execute();
+    const counts = new CounterBatch('custom_event_counts', ['organisation_id', 'dimension', 'value'], ['count']);
+    for (const row of inserted) {
+      const lists: [EventCountDimension, string][] = [
+        ['all', ''],
+        ['user', row.user_id],
+        ['community', row.community_id],
+        ['name', row.name],
+      ];
+      for (const [dimension, value] of lists) counts.add({ organisation_id: row.organisation_id, dimension, value }, { count: 1 });
     }
-  }
-  if (counts.size === 0) return;
-  await db
-    .insertInto('custom_event_counts')
-    .values([...counts.values()])
-    .onConflict((oc) => oc.columns(['organisation_id', 'dimension', 'value']).doUpdateSet({ count: sql`custom_event_counts.count + excluded.count` }))
-    .execute();
-}
+    await counts.write(db);
+  },
+});

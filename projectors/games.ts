@@ -1,13 +1,26 @@
-import type { GameEvent, GameRecord, GameState } from '../domain/game.ts';
-import { gameDecider } from '../domain/game.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import { gameDecider, type GameEvent, type GameRecord, type GameState } from '../domain/game.ts';
+import { columnsOf, type Held, type Json, type Timestamp } from './columns.ts';
+import { defineProjection } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
+
+export interface GameRow {
+  id: string;
+  organisation_id: string;
+  created_at: Timestamp;
+  /** The whole record, as the domain's `evolve` folds it. */
+  document: Json<GameRecord>;
+}
+
+export interface GameTables {
+  games: GameRow;
+}
 
 /** Game configs with their prizes, the whole record in `document`, folded by the domain's own `evolve`. */
-export const gamesProjection: Projection = {
+export const gamesProjection = defineProjection<GameTables, GameEvent>({
   name: 'games',
   version: 1,
   tables: ['games'],
-  filter: { categories: ['game'] },
+  canHandle: ['GameCreated', 'GameDistributionsAssigned'],
   migrations: {
     '0001_games': {
       async up(db) {
@@ -23,27 +36,28 @@ export const gamesProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const typed = event as unknown as GameEvent;
-    if (typed.type === 'GameCreated') {
-      const record = recordOf(gameDecider.evolve(gameDecider.initialState, typed));
-      await db
-        .insertInto('games')
-        .values({ id: record.gameId, organisation_id: record.organisationId, created_at: record.createdAt, document: JSON.stringify(record) })
-        .onConflict((oc) => oc.column('id').doNothing())
-        .execute();
-      return;
+  /** One read of the games the batch names, its events folded in log order by the domain's `evolve`, one upsert. */
+  async apply(db, events) {
+    const games = new RowBatch<Held<GameRow>>('games', ['id']);
+    await games.load(
+      db,
+      events.map((event) => ({ id: event.data.gameId })),
+    );
+    for (const event of events) {
+      const { gameId } = event.data;
+      if (event.type === 'GameCreated') {
+        if (games.get({ id: gameId })) continue;
+        const record = recordOf(gameDecider.evolve(gameDecider.initialState, event));
+        games.set({ id: record.gameId, organisation_id: record.organisationId, created_at: record.createdAt, document: record });
+        continue;
+      }
+      const row = games.get({ id: gameId });
+      if (!row) throw new Error(`${event.type} for game ${gameId}, which the read model does not hold`);
+      games.set({ ...row, document: recordOf(gameDecider.evolve({ exists: true, ...row.document }, event)) });
     }
-    const row = await db.selectFrom('games').select('document').where('id', '=', typed.data.gameId).executeTakeFirst();
-    if (!row) throw new Error(`${typed.type} for game ${typed.data.gameId}, which the read model does not hold`);
-    const record = recordOf(gameDecider.evolve({ exists: true, ...(row.document as GameRecord) }, typed));
-    await db
-      .updateTable('games')
-      .set({ document: JSON.stringify(record) })
-      .where('id', '=', record.gameId)
-      .execute();
+    await games.save(db, (row) => columnsOf(row, ['document']));
   },
-};
+});
 
 function recordOf(state: GameState): GameRecord {
   if (!state.exists) throw new Error('a game event left no game');

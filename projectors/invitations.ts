@@ -1,19 +1,42 @@
 import type { InvitationEvent } from '../domain/invitation.ts';
-import { scheduleJob } from '../infra/jobs.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import type { DueJob } from '../infra/jobs.ts';
+import { columnsOf, type Held, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { defineProjection } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
 
 export const INVITATION_EMAIL_JOB = 'invitation-email';
+
+export interface TeamInvitationRow {
+  id: string;
+  organisation_id: string;
+  email: string;
+  status: 'pending' | 'accepted';
+  invited_by: string;
+  sent_at: Timestamp;
+  expires_at: Timestamp;
+  emailed_at: NullableTimestamp;
+  accepted_at: NullableTimestamp;
+}
+
+export interface InvitationTables {
+  team_invitations: TeamInvitationRow;
+}
+
+/** `public.scheduled_jobs` (infra/jobs.ts), the columns scheduling writes. */
+type ScheduledJobTables = {
+  scheduled_jobs: { id: string; kind: string; organisation_id: string | null; payload: string; due_at: string };
+};
 
 /**
  * Team invitations per organisation and e-mail address (pending, emailed, accepted), and the process
  * manager that schedules one `invitation-email` job per invitation (job id = invitation id, so a rebuild
  * of this read model schedules nothing again).
  */
-export const invitationsProjection: Projection = {
+export const invitationsProjection = defineProjection<InvitationTables, InvitationEvent>({
   name: 'team_invitations',
   version: 1,
   tables: ['team_invitations'],
-  filter: { categories: ['invitation'] },
+  canHandle: ['TeamInvitationSent', 'TeamInvitationEmailed', 'TeamInvitationAccepted'],
   migrations: {
     '0001_team_invitations': {
       async up(db) {
@@ -35,37 +58,73 @@ export const invitationsProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const { type, data } = event as unknown as InvitationEvent;
-    switch (type) {
-      case 'TeamInvitationSent':
-        await db
-          .insertInto('team_invitations')
-          .values({
-            id: data.invitationId,
-            organisation_id: data.organisationId,
-            email: data.email,
-            status: 'pending',
-            invited_by: data.invitedBy,
-            sent_at: data.sentAt,
-            expires_at: data.expiresAt,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        await scheduleJob(db, {
-          id: `${INVITATION_EMAIL_JOB}:${data.invitationId}`,
-          kind: INVITATION_EMAIL_JOB,
-          organisationId: data.organisationId,
-          payload: { invitationId: data.invitationId },
-          dueAt: data.sentAt,
-        });
-        return;
-      case 'TeamInvitationEmailed':
-        await db.updateTable('team_invitations').set({ emailed_at: data.emailedAt }).where('id', '=', data.invitationId).execute();
-        return;
-      case 'TeamInvitationAccepted':
-        await db.updateTable('team_invitations').set({ status: 'accepted', accepted_at: data.acceptedAt }).where('id', '=', data.invitationId).execute();
-        return;
+  /** One read of the invitations the batch names, its events folded in log order, one upsert; one insert of the jobs. */
+  async apply(db, events) {
+    const invitations = new RowBatch<Held<TeamInvitationRow>>('team_invitations', ['id']);
+    await invitations.load(
+      db,
+      events.map((event) => ({ id: event.data.invitationId })),
+    );
+    const jobs = new Map<string, DueJob>();
+    for (const event of events) {
+      switch (event.type) {
+        case 'TeamInvitationSent': {
+          const { data } = event;
+          if (!invitations.get({ id: data.invitationId })) {
+            invitations.set({
+              id: data.invitationId,
+              organisation_id: data.organisationId,
+              email: data.email,
+              status: 'pending',
+              invited_by: data.invitedBy,
+              sent_at: data.sentAt,
+              expires_at: data.expiresAt,
+              emailed_at: null,
+              accepted_at: null,
+            });
+          }
+          const id = `${INVITATION_EMAIL_JOB}:${data.invitationId}`;
+          // Scheduling again is a no-op: the first schedule of an id stands.
+          if (!jobs.has(id)) {
+            jobs.set(id, {
+              id,
+              kind: INVITATION_EMAIL_JOB,
+              organisationId: data.organisationId,
+              payload: { invitationId: data.invitationId },
+              dueAt: data.sentAt,
+            });
+          }
+          break;
+        }
+        case 'TeamInvitationEmailed': {
+          const row = invitations.get({ id: event.data.invitationId });
+          if (row) invitations.set({ ...row, emailed_at: event.data.emailedAt });
+          break;
+        }
+        case 'TeamInvitationAccepted': {
+          const row = invitations.get({ id: event.data.invitationId });
+          if (row) invitations.set({ ...row, status: 'accepted', accepted_at: event.data.acceptedAt });
+          break;
+        }
+      }
     }
+    await invitations.save(db, (row) => columnsOf(row));
+    if (jobs.size === 0) return;
+    // In the batch's transaction, as `scheduleJob` does: the job exists exactly when its invitation does.
+    await db
+      .withSchema('public')
+      .withTables<ScheduledJobTables>()
+      .insertInto('scheduled_jobs')
+      .values(
+        [...jobs.values()].map((job) => ({
+          id: job.id,
+          kind: job.kind,
+          organisation_id: job.organisationId ?? null,
+          payload: JSON.stringify(job.payload),
+          due_at: new Date(job.dueAt).toISOString(),
+        })),
+      )
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
   },
-};
+});

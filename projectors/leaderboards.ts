@@ -1,13 +1,64 @@
 import { sql } from 'kysely';
-import { rankRewardsOf, type LeaderboardEvent } from '../domain/leaderboard.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import {
+  rankRewardsOf,
+  type Allocation,
+  type Condition,
+  type LeaderboardEvent,
+  type LeaderboardStatus,
+  type MetricType,
+  type Period,
+  type RankReward,
+} from '../domain/leaderboard.ts';
+import { columnsOf, type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { defineProjection } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
+
+export interface LeaderboardRow {
+  id: string;
+  organisation_id: string;
+  name: string;
+  description: string | null;
+  metric_type: MetricType;
+  period: Period;
+  starts_at: Timestamp;
+  expires_at: NullableTimestamp;
+  status: LeaderboardStatus;
+  conditions: Json<Condition[]>;
+  rewards_config: Json<RankReward[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  created_by: string;
+  updated_by: string;
+}
+
+/** An allocation of a rank range, with how much of it has been handed out. */
+export interface RankAllocation extends Allocation {
+  distributed: number;
+}
+
+export interface LeaderboardRankRewardRow {
+  organisation_id: string;
+  leaderboard_id: string;
+  start_rank: number;
+  end_rank: number;
+  distribution_event_id: string;
+  points_to_distribute: number;
+  bonus_xp_to_distribute: number;
+  amount_to_distribute: number;
+  allocations: Json<RankAllocation[]>;
+}
+
+export interface LeaderboardTables {
+  leaderboards: LeaderboardRow;
+  leaderboard_rank_rewards: LeaderboardRankRewardRow;
+}
 
 /** Leaderboard configs as the admin API shows them, and their rank-range distributions (one row per range). */
-export const leaderboardsProjection: Projection = {
+export const leaderboardsProjection = defineProjection<LeaderboardTables, LeaderboardEvent>({
   name: 'leaderboards',
   version: 1,
   tables: ['leaderboards', 'leaderboard_rank_rewards'],
-  filter: { categories: ['leaderboard'] },
+  canHandle: ['LeaderboardCreated', 'LeaderboardUpdated', 'LeaderboardStatusChanged', 'LeaderboardRewardsAssigned'],
   migrations: {
     '0001_leaderboards': {
       async up(db) {
@@ -54,13 +105,30 @@ export const leaderboardsProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const { type, data } = event as unknown as LeaderboardEvent;
-    switch (type) {
-      case 'LeaderboardCreated':
-        await db
-          .insertInto('leaderboards')
-          .values({
+  /**
+   * The configs: one read of the leaderboards the batch names, folded in log order, one upsert. The
+   * distributions: an assignment replaces a leaderboard's ranges whole, so the last one of the batch is
+   * what remains: one delete of the leaderboards assigned to, one insert of their last ranges.
+   */
+  async apply(db, events) {
+    const leaderboards = new RowBatch<Held<LeaderboardRow>>('leaderboards', ['id']);
+    await leaderboards.load(
+      db,
+      events.map((event) => ({ id: event.data.leaderboardId })),
+    );
+    const distributions = new Map<string, Held<LeaderboardRankRewardRow>[]>();
+
+    for (const event of events) {
+      // Changes apply to the leaderboard of this organisation only.
+      const current = () => {
+        const row = leaderboards.get({ id: event.data.leaderboardId });
+        return row?.organisation_id === event.data.organisationId ? row : undefined;
+      };
+      switch (event.type) {
+        case 'LeaderboardCreated': {
+          const { data } = event;
+          if (leaderboards.get({ id: data.leaderboardId })) break;
+          leaderboards.set({
             id: data.leaderboardId,
             organisation_id: data.organisationId,
             name: data.name,
@@ -70,76 +138,79 @@ export const leaderboardsProjection: Projection = {
             starts_at: data.startsAt,
             expires_at: data.expiresAt,
             status: data.status,
-            conditions: JSON.stringify(data.conditions),
-            rewards_config: JSON.stringify([]),
+            conditions: data.conditions,
+            rewards_config: [],
             created_at: data.createdAt,
             updated_at: data.createdAt,
             created_by: data.createdBy,
             updated_by: data.createdBy,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
-
-      case 'LeaderboardUpdated': {
-        const { name, description, expiresAt, conditions } = data.changes;
-        await db
-          .updateTable('leaderboards')
-          .set({
+          });
+          break;
+        }
+        case 'LeaderboardUpdated': {
+          const row = current();
+          if (!row) break;
+          const { name, description, expiresAt, conditions } = event.data.changes;
+          leaderboards.set({
+            ...row,
             ...(name !== undefined ? { name } : {}),
             ...(description !== undefined ? { description } : {}),
             ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
-            ...(conditions !== undefined ? { conditions: JSON.stringify(conditions) } : {}),
-            updated_at: data.updatedAt,
-            updated_by: data.updatedBy,
-          })
-          .where('organisation_id', '=', data.organisationId)
-          .where('id', '=', data.leaderboardId)
-          .execute();
-        return;
-      }
-
-      case 'LeaderboardStatusChanged':
-        await db
-          .updateTable('leaderboards')
-          .set({ status: data.to, updated_at: data.changedAt, updated_by: data.changedBy })
-          .where('organisation_id', '=', data.organisationId)
-          .where('id', '=', data.leaderboardId)
-          .execute();
-        return;
-
-      case 'LeaderboardRewardsAssigned':
-        // The event carries the whole distribution: replace the leaderboard's rows with it.
-        await db
-          .deleteFrom('leaderboard_rank_rewards')
-          .where('organisation_id', '=', data.organisationId)
-          .where('leaderboard_id', '=', data.leaderboardId)
-          .execute();
-        if (data.rewards.length > 0) {
-          await db
-            .insertInto('leaderboard_rank_rewards')
-            .values(
-              data.rewards.map((reward) => ({
-                organisation_id: data.organisationId,
-                leaderboard_id: data.leaderboardId,
-                start_rank: reward.startRank,
-                end_rank: reward.endRank,
-                distribution_event_id: reward.distributionEventId,
-                points_to_distribute: reward.pointsToDistribute,
-                bonus_xp_to_distribute: reward.bonusXpToDistribute,
-                amount_to_distribute: reward.rewardsConfig.amountToDistribute,
-                allocations: JSON.stringify(reward.rewardsConfig.allocations.map((allocation) => ({ ...allocation, distributed: 0 }))),
-              })),
-            )
-            .execute();
+            ...(conditions !== undefined ? { conditions } : {}),
+            updated_at: event.data.updatedAt,
+            updated_by: event.data.updatedBy,
+          });
+          break;
         }
-        await db
-          .updateTable('leaderboards')
-          .set({ rewards_config: JSON.stringify(rankRewardsOf(data.rewards)), updated_at: data.assignedAt, updated_by: data.assignedBy })
-          .where('organisation_id', '=', data.organisationId)
-          .where('id', '=', data.leaderboardId)
-          .execute();
-        return;
+        case 'LeaderboardStatusChanged': {
+          const row = current();
+          if (row) leaderboards.set({ ...row, status: event.data.to, updated_at: event.data.changedAt, updated_by: event.data.changedBy });
+          break;
+        }
+        case 'LeaderboardRewardsAssigned': {
+          const { data } = event;
+          const ranges = data.rewards.map((reward) => ({
+            organisation_id: data.organisationId,
+            leaderboard_id: data.leaderboardId,
+            start_rank: reward.startRank,
+            end_rank: reward.endRank,
+            distribution_event_id: reward.distributionEventId,
+            points_to_distribute: reward.pointsToDistribute,
+            bonus_xp_to_distribute: reward.bonusXpToDistribute,
+            amount_to_distribute: reward.rewardsConfig.amountToDistribute,
+            allocations: reward.rewardsConfig.allocations.map((allocation) => ({ ...allocation, distributed: 0 })),
+          }));
+          // Two ranges starting at one rank break the table's key: the event fails, as its insert would.
+          if (new Set(ranges.map((range) => range.start_rank)).size !== ranges.length) {
+            throw new Error(`LeaderboardRewardsAssigned for leaderboard ${data.leaderboardId} has two ranges starting at the same rank`);
+          }
+          distributions.set(JSON.stringify([data.organisationId, data.leaderboardId]), ranges);
+          const row = current();
+          if (row) leaderboards.set({ ...row, rewards_config: rankRewardsOf(data.rewards), updated_at: data.assignedAt, updated_by: data.assignedBy });
+          break;
+        }
+      }
+    }
+
+    await leaderboards.save(db, (row) => columnsOf(row, ['conditions', 'rewards_config']));
+    if (distributions.size === 0) return;
+    const assigned = [...distributions.keys()].map((key) => JSON.parse(key) as [string, string]);
+    await db
+      .deleteFrom('leaderboard_rank_rewards')
+      .where(({ eb, refTuple, tuple }) =>
+        eb(
+          refTuple('organisation_id', 'leaderboard_id'),
+          'in',
+          assigned.map(([organisationId, leaderboardId]) => tuple(organisationId, leaderboardId)),
+        ),
+      )
+      .execute();
+    const ranges = [...distributions.values()].flat();
+    for (let start = 0; start < ranges.length; start += 2000) {
+      await db
+        .insertInto('leaderboard_rank_rewards')
+        .values(ranges.slice(start, start + 2000).map((range) => ({ ...range, allocations: JSON.stringify(range.allocations) })))
+        .execute();
     }
   },
-};
+});

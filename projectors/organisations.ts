@@ -1,13 +1,71 @@
-import { sql, type Kysely } from 'kysely';
-import type { DomainNameEvent, OrganisationEvent } from '../domain/organisation.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import { sql } from 'kysely';
+import type { ApiFamily, DomainKind, DomainNameEvent, DomainStatus, OrganisationEvent } from '../domain/organisation.ts';
+import { columnsOf, type Held, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { defineProjection, type Recorded } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
+
+export interface OrganisationRow {
+  id: string;
+  name: string;
+  slug: string;
+  domain: string;
+  default_language: string;
+  timezone: string;
+  created_at: Timestamp;
+  /** Null until the settings first change. */
+  updated_at: NullableTimestamp;
+}
+
+export interface OrganisationDomainRow {
+  hostname: string;
+  organisation_id: string;
+  kind: DomainKind;
+  status: DomainStatus;
+  verification_token: string | null;
+  failure_reason: string | null;
+  created_at: Timestamp;
+  /** Null for a standard domain (claimed active, never changes). */
+  updated_at: NullableTimestamp;
+}
+
+export interface ApiTokenRow {
+  id: string;
+  organisation_id: string;
+  name: string;
+  prefix: string;
+  secret_hash: string;
+  domain: string;
+  families: ApiFamily[];
+  issued_at: Timestamp;
+  revoked_at: NullableTimestamp;
+}
+
+export interface OrganisationTables {
+  organisations: OrganisationRow;
+  organisation_domains: OrganisationDomainRow;
+  api_tokens: ApiTokenRow;
+}
+
+/** `DomainReleased` changes nothing here: the domain's row goes with `DomainRemoved`. */
+type OrganisationsEvent = OrganisationEvent | Exclude<DomainNameEvent, { type: 'DomainReleased' }>;
 
 /** Tenancy: organisations, the domains they own, and their API tokens (hashes only). Auth reads these. */
-export const organisationsProjection: Projection = {
+export const organisationsProjection = defineProjection<OrganisationTables, OrganisationsEvent>({
   name: 'organisations',
   version: 1,
   tables: ['organisations', 'organisation_domains', 'api_tokens'],
-  filter: { categories: ['organisation', 'domain'] },
+  canHandle: [
+    'OrganisationCreated',
+    'OrganisationSettingsChanged',
+    'ApiTokenIssued',
+    'ApiTokenRevoked',
+    'DomainRegistered',
+    'DomainVerified',
+    'DomainActivated',
+    'DomainVerificationFailed',
+    'DomainRemoved',
+    'DomainClaimed',
+  ],
   migrations: {
     '0001_tenancy': {
       async up(db) {
@@ -59,59 +117,30 @@ export const organisationsProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const { type, data } = event as unknown as OrganisationEvent | DomainNameEvent;
-    switch (type) {
-      case 'OrganisationSettingsChanged':
-        await db
-          .updateTable('organisations')
-          .set({ name: data.name, default_language: data.defaultLanguage, timezone: data.timezone, updated_at: data.changedAt })
-          .where('id', '=', data.organisationId)
-          .execute();
-        return;
-      case 'DomainRegistered':
-        await db
-          .insertInto('organisation_domains')
-          .values({
-            hostname: data.hostname,
-            organisation_id: data.organisationId,
-            kind: data.kind,
-            status: 'pending',
-            verification_token: data.verificationToken,
-            created_at: data.registeredAt,
-            updated_at: data.registeredAt,
-          })
-          .onConflict((oc) =>
-            oc.column('hostname').doUpdateSet({
-              organisation_id: data.organisationId,
-              kind: data.kind,
-              status: 'pending',
-              verification_token: data.verificationToken,
-              failure_reason: null,
-              created_at: data.registeredAt,
-              updated_at: data.registeredAt,
-            }),
-          )
-          .execute();
-        return;
-      case 'DomainVerified':
-        await setDomainStatus(db, data, 'verified', data.verifiedAt);
-        return;
-      case 'DomainActivated':
-        await setDomainStatus(db, data, 'active', data.activatedAt);
-        return;
-      case 'DomainVerificationFailed':
-        await setDomainStatus(db, data, 'failed', data.failedAt, data.reason);
-        return;
-      case 'DomainRemoved':
-        await db.deleteFrom('organisation_domains').where('hostname', '=', data.hostname).where('organisation_id', '=', data.organisationId).execute();
-        return;
-      case 'DomainReleased':
-        return;
-      case 'OrganisationCreated':
-        await db
-          .insertInto('organisations')
-          .values({
+  /** One read and one write per table: the rows the batch names, folded in log order. */
+  async apply(db, events) {
+    const organisations = new RowBatch<Held<OrganisationRow>>('organisations', ['id']);
+    const domains = new RowBatch<Held<OrganisationDomainRow>>('organisation_domains', ['hostname']);
+    const tokens = new RowBatch<Held<ApiTokenRow>>('api_tokens', ['id']);
+    await organisations.load(
+      db,
+      events.flatMap((event) => (isOrganisationFact(event) ? [{ id: event.data.organisationId }] : [])),
+    );
+    await domains.load(
+      db,
+      events.flatMap((event) => (isDomainFact(event) ? [{ hostname: event.data.hostname }] : [])),
+    );
+    await tokens.load(
+      db,
+      events.flatMap((event) => (isTokenFact(event) ? [{ id: event.data.tokenId }] : [])),
+    );
+
+    for (const event of events) {
+      switch (event.type) {
+        case 'OrganisationCreated': {
+          const { data } = event;
+          if (organisations.get({ id: data.organisationId })) break;
+          organisations.set({
             id: data.organisationId,
             name: data.name,
             slug: data.slug,
@@ -119,23 +148,70 @@ export const organisationsProjection: Projection = {
             default_language: data.defaultLanguage,
             timezone: data.timezone,
             created_at: data.createdAt,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
-      case 'DomainClaimed':
-        // Custom domains get their row, pending, from DomainRegistered (appended with the claim).
-        if (data.kind !== 'standard') return;
-        await db
-          .insertInto('organisation_domains')
-          .values({ hostname: data.hostname, organisation_id: data.organisationId, kind: data.kind, status: 'active', created_at: event.createdAt })
-          .onConflict((oc) => oc.column('hostname').doUpdateSet({ organisation_id: data.organisationId, kind: data.kind, status: 'active' }))
-          .execute();
-        return;
-      case 'ApiTokenIssued':
-        await db
-          .insertInto('api_tokens')
-          .values({
+            updated_at: null,
+          });
+          break;
+        }
+        case 'OrganisationSettingsChanged': {
+          const { data } = event;
+          const row = organisations.get({ id: data.organisationId });
+          if (row) organisations.set({ ...row, name: data.name, default_language: data.defaultLanguage, timezone: data.timezone, updated_at: data.changedAt });
+          break;
+        }
+        case 'DomainRegistered': {
+          // Registering again (after a removal, or by another organisation) starts the domain afresh.
+          const { data } = event;
+          domains.set({
+            hostname: data.hostname,
+            organisation_id: data.organisationId,
+            kind: data.kind,
+            status: 'pending',
+            verification_token: data.verificationToken,
+            failure_reason: null,
+            created_at: data.registeredAt,
+            updated_at: data.registeredAt,
+          });
+          break;
+        }
+        case 'DomainVerified':
+          setDomainStatus(domains, event.data, 'verified', event.data.verifiedAt);
+          break;
+        case 'DomainActivated':
+          setDomainStatus(domains, event.data, 'active', event.data.activatedAt);
+          break;
+        case 'DomainVerificationFailed':
+          setDomainStatus(domains, event.data, 'failed', event.data.failedAt, event.data.reason);
+          break;
+        case 'DomainRemoved': {
+          const row = domains.get({ hostname: event.data.hostname });
+          if (row?.organisation_id === event.data.organisationId) domains.delete(row);
+          break;
+        }
+        case 'DomainClaimed': {
+          // Custom domains get their row, pending, from DomainRegistered (appended with the claim).
+          const { data } = event;
+          if (data.kind !== 'standard') break;
+          const row = domains.get({ hostname: data.hostname });
+          domains.set(
+            row
+              ? { ...row, organisation_id: data.organisationId, kind: data.kind, status: 'active' }
+              : {
+                  hostname: data.hostname,
+                  organisation_id: data.organisationId,
+                  kind: data.kind,
+                  status: 'active',
+                  verification_token: null,
+                  failure_reason: null,
+                  created_at: event.createdAt,
+                  updated_at: null,
+                },
+          );
+          break;
+        }
+        case 'ApiTokenIssued': {
+          const { data } = event;
+          if (tokens.get({ id: data.tokenId })) break;
+          tokens.set({
             id: data.tokenId,
             organisation_id: data.organisationId,
             name: data.name,
@@ -144,28 +220,46 @@ export const organisationsProjection: Projection = {
             domain: data.domain,
             families: data.families,
             issued_at: data.issuedAt,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
-      case 'ApiTokenRevoked':
-        await db.updateTable('api_tokens').set({ revoked_at: data.revokedAt }).where('id', '=', data.tokenId).execute();
-        return;
+            revoked_at: null,
+          });
+          break;
+        }
+        case 'ApiTokenRevoked': {
+          const row = tokens.get({ id: event.data.tokenId });
+          if (row) tokens.set({ ...row, revoked_at: event.data.revokedAt });
+          break;
+        }
+      }
     }
-  },
-};
 
-async function setDomainStatus(
-  db: Kysely<any>,
+    await organisations.save(db, (row) => columnsOf(row));
+    await domains.save(db, (row) => columnsOf(row));
+    await tokens.save(db, (row) => columnsOf(row));
+  },
+});
+
+type Fact = Recorded<OrganisationsEvent>;
+
+function isOrganisationFact(event: Fact): event is Recorded<Extract<OrganisationsEvent, { type: 'OrganisationCreated' | 'OrganisationSettingsChanged' }>> {
+  return event.type === 'OrganisationCreated' || event.type === 'OrganisationSettingsChanged';
+}
+
+function isDomainFact(event: Fact): event is Recorded<Extract<OrganisationsEvent, { data: { hostname: string } }>> {
+  return 'hostname' in event.data;
+}
+
+function isTokenFact(event: Fact): event is Recorded<Extract<OrganisationsEvent, { type: 'ApiTokenIssued' | 'ApiTokenRevoked' }>> {
+  return event.type === 'ApiTokenIssued' || event.type === 'ApiTokenRevoked';
+}
+
+/** A status change applies to the domain only while the organisation holds it. */
+function setDomainStatus(
+  domains: RowBatch<Held<OrganisationDomainRow>>,
   domain: { organisationId: string; hostname: string },
   status: 'verified' | 'active' | 'failed',
   at: string,
   reason: string | null = null,
-): Promise<void> {
-  await db
-    .updateTable('organisation_domains')
-    .set({ status, failure_reason: reason, updated_at: at })
-    .where('hostname', '=', domain.hostname)
-    .where('organisation_id', '=', domain.organisationId)
-    .execute();
+): void {
+  const row = domains.get({ hostname: domain.hostname });
+  if (row?.organisation_id === domain.organisationId) domains.set({ ...row, status, failure_reason: reason, updated_at: at });
 }

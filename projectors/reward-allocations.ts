@@ -1,17 +1,33 @@
-import { sql } from 'kysely';
 import type { AllocationEvent } from '../domain/allocation.ts';
 import type { AllocationDistributedEvent } from '../domain/engagement-events.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import { columnsOf, type Held, type Timestamp } from './columns.ts';
+import { defineProjection } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
+
+export interface RewardAllocationRow {
+  id: string;
+  organisation_id: string;
+  reward_id: string;
+  supply: number;
+  amount_to_distribute: number;
+  distributed: number;
+  created_at: Timestamp;
+  created_by: string;
+}
+
+export interface RewardAllocationTables {
+  reward_allocations: RewardAllocationRow;
+}
 
 /**
  * Reward allocations: each allocation's supply and what has been distributed from it, joined to
  * `rewards` on reward_id. `distributed` moves with the engine's hand-outs (`AllocationDistributed`).
  */
-export const rewardAllocationsProjection: Projection = {
+export const rewardAllocationsProjection = defineProjection<RewardAllocationTables, AllocationEvent | AllocationDistributedEvent>({
   name: 'reward_allocations',
   version: 2,
   tables: ['reward_allocations'],
-  filter: { categories: ['allocation'] },
+  canHandle: ['AllocationCreated', 'AllocationDistributed'],
   migrations: {
     '0001_reward_allocations': {
       async up(db) {
@@ -36,22 +52,19 @@ export const rewardAllocationsProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const typed = event as unknown as AllocationEvent | AllocationDistributedEvent;
-    if (typed.type === 'AllocationDistributed') {
-      await db
-        .updateTable('reward_allocations')
-        .set({ distributed: sql`distributed + ${typed.data.amount}` })
-        .where('id', '=', typed.data.allocationId)
-        .execute();
-      return;
-    }
-    const { type, data } = typed;
-    switch (type) {
-      case 'AllocationCreated':
-        await db
-          .insertInto('reward_allocations')
-          .values({
+  /** One read of the allocations the batch names, hand-outs added up in memory in log order, one upsert. */
+  async apply(db, events) {
+    const allocations = new RowBatch<Held<RewardAllocationRow>>('reward_allocations', ['id']);
+    await allocations.load(
+      db,
+      events.map((event) => ({ id: event.data.allocationId })),
+    );
+    for (const event of events) {
+      switch (event.type) {
+        case 'AllocationCreated': {
+          const { data } = event;
+          if (allocations.get({ id: data.allocationId })) break;
+          allocations.set({
             id: data.allocationId,
             organisation_id: data.organisationId,
             reward_id: data.rewardId,
@@ -60,10 +73,16 @@ export const rewardAllocationsProjection: Projection = {
             distributed: 0,
             created_at: data.createdAt,
             created_by: data.createdBy,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
+          });
+          break;
+        }
+        case 'AllocationDistributed': {
+          const row = allocations.get({ id: event.data.allocationId });
+          if (row) allocations.set({ ...row, distributed: row.distributed + event.data.amount });
+          break;
+        }
+      }
     }
+    await allocations.save(db, (row) => columnsOf(row));
   },
-};
+});

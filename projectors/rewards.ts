@@ -1,17 +1,49 @@
 import { sql } from 'kysely';
-import type { RewardEvent } from '../domain/reward.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import type { LocalisedDetails } from '../domain/localised-details.ts';
+import type { Redeemable, RewardEvent, RewardKind } from '../domain/reward.ts';
+import { columnsOf, type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { defineProjection } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
+
+export interface RewardRow {
+  id: string;
+  organisation_id: string;
+  community_id: string;
+  kind: RewardKind;
+  details: Json<LocalisedDetails>;
+  tags: Json<string[]>;
+  campaigns: Json<string[]>;
+  additional_community_ids: Json<string[]>;
+  metadata: Json<Record<string, unknown>>;
+  /** Entries only. */
+  draws_at: NullableTimestamp;
+  supply: number | null;
+  /** Assets only. */
+  redeemable: Json<Redeemable | null>;
+  code_count: number | null;
+  expires_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  created_by: string;
+  updated_by: string;
+}
+
+export interface RewardTables {
+  rewards: RewardRow;
+}
+
+const JSON_COLUMNS = ['details', 'tags', 'campaigns', 'additional_community_ids', 'metadata', 'redeemable'] as const;
 
 /**
  * Rewards as the admin API shows them, and as the distribution engine and analytics join them: one row
  * per reward, with its kind's columns (draws_at and supply for entries; redeemable, code_count and
  * expires_at for assets) left null for the other kind. The codes themselves stay in the event log.
  */
-export const rewardsProjection: Projection = {
+export const rewardsProjection = defineProjection<RewardTables, Extract<RewardEvent, { type: 'RewardCreated' | 'RewardUpdated' }>>({
   name: 'rewards',
   version: 1,
   tables: ['rewards'],
-  filter: { categories: ['reward'], eventTypes: ['RewardCreated', 'RewardUpdated'] },
+  canHandle: ['RewardCreated', 'RewardUpdated'],
   migrations: {
     '0001_rewards': {
       async up(db) {
@@ -51,51 +83,57 @@ export const rewardsProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const { type, data } = event as unknown as RewardEvent;
-    switch (type) {
-      case 'RewardCreated':
-        await db
-          .insertInto('rewards')
-          .values({
+  /** One read of the rewards the batch names, its events folded in log order, one upsert. */
+  async apply(db, events) {
+    const rewards = new RowBatch<Held<RewardRow>>('rewards', ['id']);
+    await rewards.load(
+      db,
+      events.map((event) => ({ id: event.data.rewardId })),
+    );
+    for (const event of events) {
+      switch (event.type) {
+        case 'RewardCreated': {
+          const { data } = event;
+          if (rewards.get({ id: data.rewardId })) break;
+          rewards.set({
             id: data.rewardId,
             organisation_id: data.organisationId,
             community_id: data.communityId,
             kind: data.kind,
-            details: JSON.stringify(data.details),
-            tags: JSON.stringify(data.tags),
-            campaigns: JSON.stringify(data.campaigns),
-            additional_community_ids: JSON.stringify(data.additionalCommunityIds),
-            metadata: JSON.stringify(data.metadata),
+            details: data.details,
+            tags: data.tags,
+            campaigns: data.campaigns,
+            additional_community_ids: data.additionalCommunityIds,
+            metadata: data.metadata,
             draws_at: data.kind === 'entries' ? data.drawsAt : null,
             supply: data.kind === 'entries' ? data.supply : null,
-            redeemable: data.kind === 'asset' ? JSON.stringify(data.redeemable) : null,
+            redeemable: data.kind === 'asset' ? data.redeemable : null,
             code_count: data.kind === 'asset' && data.codes !== null ? data.codes.length : null,
             expires_at: data.kind === 'asset' ? data.expiresAt : null,
             created_at: data.createdAt,
             updated_at: data.createdAt,
             created_by: data.createdBy,
             updated_by: data.createdBy,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
-      case 'RewardUpdated': {
-        const { changes } = data;
-        await db
-          .updateTable('rewards')
-          .set({
-            ...(changes.details !== undefined ? { details: JSON.stringify(changes.details) } : {}),
-            ...(changes.tags !== undefined ? { tags: JSON.stringify(changes.tags) } : {}),
+          });
+          break;
+        }
+        case 'RewardUpdated': {
+          const { changes } = event.data;
+          const row = rewards.get({ id: event.data.rewardId });
+          if (!row) break;
+          rewards.set({
+            ...row,
+            ...(changes.details !== undefined ? { details: changes.details } : {}),
+            ...(changes.tags !== undefined ? { tags: changes.tags } : {}),
             ...(changes.drawsAt !== undefined ? { draws_at: changes.drawsAt } : {}),
             ...(changes.expiresAt !== undefined ? { expires_at: changes.expiresAt } : {}),
-            updated_at: data.updatedAt,
-            updated_by: data.updatedBy,
-          })
-          .where('id', '=', data.rewardId)
-          .execute();
-        return;
+            updated_at: event.data.updatedAt,
+            updated_by: event.data.updatedBy,
+          });
+          break;
+        }
       }
     }
+    await rewards.save(db, (row) => columnsOf(row, JSON_COLUMNS));
   },
-};
+});

@@ -1,16 +1,53 @@
 import { sql } from 'kysely';
-import type { UserEvent, UserProfile } from '../domain/user.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import type { SocialHandles, UserEvent, UserProfile } from '../domain/user.ts';
+import type { VariableValue } from '../domain/variable-config.ts';
+import { columnsOf, type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { defineProjection } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
+
+export interface UserRow {
+  id: string;
+  organisation_id: string;
+  external_user_id: string;
+  username: string | null;
+  display_name: string | null;
+  email: string | null;
+  email_verified_at: NullableTimestamp;
+  full_name: string | null;
+  parent_email: string | null;
+  locale: string | null;
+  bio: string | null;
+  profile_picture_url: string | null;
+  roles: string[];
+  is_anonymous: boolean;
+  birth_day: number | null;
+  birth_month: number | null;
+  birth_year: number | null;
+  social_handles: Json<SocialHandles>;
+  community_ids: string[];
+  /** By variable config id. */
+  variables: Json<Record<string, VariableValue>>;
+  /** Lowercased, in the "C" collation: prefix search. */
+  username_key: string | null;
+  display_name_key: string | null;
+  email_key: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface UserTables {
+  users: UserRow;
+}
 
 /**
  * Users (team members) of each organisation, with their variables. The `*_key` columns hold the lowercased
  * username, display name and e-mail in the "C" collation, so a plain btree index serves prefix search.
  */
-export const usersProjection: Projection = {
+export const usersProjection = defineProjection<UserTables, UserEvent>({
   name: 'users',
   version: 1,
   tables: ['users'],
-  filter: { categories: ['user'] },
+  canHandle: ['UserCreated', 'UserUpdated', 'UserVariablesSet'],
   migrations: {
     '0001_users': {
       async up(db) {
@@ -55,47 +92,73 @@ export const usersProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const { type, data } = event as unknown as UserEvent;
-    switch (type) {
-      case 'UserCreated': {
-        const { userId, organisationId, externalUserId, createdAt, ...profile } = data;
-        await db
-          .insertInto('users')
-          .values({
+  /** One read of the users the batch names, its events folded in log order, one upsert. */
+  async apply(db, events) {
+    const users = new RowBatch<Held<UserRow>>('users', ['id']);
+    await users.load(
+      db,
+      events.map((event) => ({ id: event.data.userId })),
+    );
+    for (const event of events) {
+      switch (event.type) {
+        case 'UserCreated': {
+          const { userId, organisationId, externalUserId, createdAt, ...profile } = event.data;
+          if (users.get({ id: userId })) break;
+          users.set({
             id: userId,
             organisation_id: organisationId,
             external_user_id: externalUserId,
-            ...columnsOf(profile),
+            ...NO_PROFILE,
+            ...profileColumns(profile),
+            variables: {},
             created_at: createdAt,
             updated_at: createdAt,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
+          });
+          break;
+        }
+        case 'UserUpdated': {
+          const row = users.get({ id: event.data.userId });
+          if (row) users.set({ ...row, ...profileColumns(event.data.changes), updated_at: event.data.updatedAt });
+          break;
+        }
+        case 'UserVariablesSet': {
+          const row = users.get({ id: event.data.userId });
+          if (row) users.set({ ...row, variables: event.data.values });
+          break;
+        }
       }
-      case 'UserUpdated':
-        await db
-          .updateTable('users')
-          .set({ ...columnsOf(data.changes), updated_at: data.updatedAt })
-          .where('id', '=', data.userId)
-          .execute();
-        return;
-      case 'UserVariablesSet':
-        await db
-          .updateTable('users')
-          .set({ variables: JSON.stringify(data.values) })
-          .where('id', '=', data.userId)
-          .execute();
-        return;
     }
+    await users.save(db, (row) => columnsOf(row, ['social_handles', 'variables']));
   },
+});
+
+type ProfileColumns = Omit<Held<UserRow>, 'id' | 'organisation_id' | 'external_user_id' | 'variables' | 'created_at' | 'updated_at'>;
+
+/** A new user's profile columns before its profile is applied: the nullable ones null (a field the event lacks stays null). */
+const NO_PROFILE: Omit<ProfileColumns, 'roles' | 'is_anonymous' | 'social_handles' | 'community_ids'> = {
+  username: null,
+  display_name: null,
+  email: null,
+  email_verified_at: null,
+  full_name: null,
+  parent_email: null,
+  locale: null,
+  bio: null,
+  profile_picture_url: null,
+  birth_day: null,
+  birth_month: null,
+  birth_year: null,
+  username_key: null,
+  display_name_key: null,
+  email_key: null,
 };
 
 /** The columns for the profile fields present (an update carries only those that changed). */
-function columnsOf(profile: Partial<UserProfile>): Record<string, unknown> {
-  const columns: Record<string, unknown> = {};
-  const set = (column: string, value: unknown) => {
+function profileColumns(profile: UserProfile): ProfileColumns;
+function profileColumns(profile: Partial<UserProfile>): Partial<ProfileColumns>;
+function profileColumns(profile: Partial<UserProfile>): Partial<ProfileColumns> {
+  const columns: Partial<ProfileColumns> = {};
+  const set = <C extends keyof ProfileColumns>(column: C, value: ProfileColumns[C] | undefined) => {
     if (value !== undefined) columns[column] = value;
   };
   set('username', profile.username);
@@ -112,7 +175,7 @@ function columnsOf(profile: Partial<UserProfile>): Record<string, unknown> {
   set('birth_day', profile.birthDay);
   set('birth_month', profile.birthMonth);
   set('birth_year', profile.birthYear);
-  set('social_handles', profile.socialHandles === undefined ? undefined : JSON.stringify(profile.socialHandles));
+  set('social_handles', profile.socialHandles);
   set('community_ids', profile.communityIds);
   set('username_key', profile.username === undefined ? undefined : searchKeyOf(profile.username));
   set('display_name_key', profile.displayName === undefined ? undefined : searchKeyOf(profile.displayName));

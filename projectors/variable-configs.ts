@@ -1,12 +1,28 @@
-import type { VariableConfigEvent } from '../domain/variable-config.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import type { VariableConfigEvent, VariableType } from '../domain/variable-config.ts';
+import type { Insertable } from 'kysely';
+import type { Timestamp } from './columns.ts';
+import { defineProjection } from './projection.ts';
+
+export interface VariableConfigRow {
+  id: string;
+  organisation_id: string;
+  key: string;
+  type: VariableType;
+  description: string | null;
+  created_at: Timestamp;
+  created_by: string;
+}
+
+export interface VariableConfigTables {
+  variable_configs: VariableConfigRow;
+}
 
 /** Variable configs as the admin API shows them. */
-export const variableConfigsProjection: Projection = {
+export const variableConfigsProjection = defineProjection<VariableConfigTables, VariableConfigEvent>({
   name: 'variable_configs',
   version: 1,
   tables: ['variable_configs'],
-  filter: { categories: ['variableconfig'] },
+  canHandle: ['VariableConfigCreated'],
   migrations: {
     '0001_variable_configs': {
       async up(db) {
@@ -29,24 +45,28 @@ export const variableConfigsProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const { type, data } = event as unknown as VariableConfigEvent;
-    switch (type) {
-      case 'VariableConfigCreated':
-        await db
-          .insertInto('variable_configs')
-          .values({
-            id: data.variableConfigId,
-            organisation_id: data.organisationId,
-            key: data.key,
-            type: data.type,
-            description: data.description,
-            created_at: data.createdAt,
-            created_by: data.createdBy,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
+  /** A config is written once: the batch's new ones in one insert (the first event of an id wins, as before). */
+  async apply(db, events) {
+    const created = new Map<string, Insertable<VariableConfigRow>>();
+    for (const { data } of events) {
+      if (created.has(data.variableConfigId)) continue;
+      created.set(data.variableConfigId, {
+        id: data.variableConfigId,
+        organisation_id: data.organisationId,
+        key: data.key,
+        type: data.type,
+        description: data.description,
+        created_at: data.createdAt,
+        created_by: data.createdBy,
+      });
+    }
+    const rows = [...created.values()];
+    for (let start = 0; start < rows.length; start += 5000) {
+      await db
+        .insertInto('variable_configs')
+        .values(rows.slice(start, start + 5000))
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
     }
   },
-};
+});

@@ -4,6 +4,7 @@ import { DateTime } from 'luxon';
 import { LANGUAGE_PATTERN } from '../domain/localised-details.ts';
 import { localDate } from '../domain/windows.ts';
 import { badRequest } from '../infra/http/errors.ts';
+import type { OrganisationTables } from '../projectors/organisations.ts';
 
 /** What the analytics routes share: the organisation's settings, its local days, the wanted language. */
 
@@ -18,9 +19,9 @@ export interface Days {
   to: string | null;
 }
 
-export async function organisationSettings(db: Kysely<any>, organisationId: string): Promise<OrganisationSettings> {
+export async function organisationSettings(db: Kysely<OrganisationTables>, organisationId: string): Promise<OrganisationSettings> {
   const row = await db.selectFrom('organisations').select(['timezone', 'default_language']).where('id', '=', organisationId).executeTakeFirst();
-  return { timeZone: (row?.timezone as string | undefined) ?? 'UTC', defaultLanguage: row?.default_language as string | undefined };
+  return { timeZone: row?.timezone ?? 'UTC', defaultLanguage: row?.default_language };
 }
 
 /** `from` and `to` as local days: a date is itself, a date-time its day in `timeZone`. `from` after `to` → 400. */
@@ -53,7 +54,7 @@ export function wantedLanguage(req: Request): string | undefined {
 }
 
 /** Several reads that must agree with one another (a total and its breakdown): one snapshot, read only. */
-export function inOneSnapshot<T>(db: Kysely<any>, read: (trx: Transaction<any>) => Promise<T>): Promise<T> {
+export function inOneSnapshot<DB, T>(db: Kysely<DB>, read: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
   return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(read);
 }
 

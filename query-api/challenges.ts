@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { ChallengeRecord } from '../domain/challenge.ts';
+import type { Kysely } from 'kysely';
 import { tenantOf } from '../infra/auth.ts';
 import { challengeSchema, challengeView, type ChallengeView } from '../infra/contract/challenges.ts';
 import { pageOf } from '../infra/contract/common.ts';
@@ -9,10 +9,11 @@ import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts'
 import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
 import type { ServiceContext } from '../command-api/context.ts';
+import type { ChallengeTables } from '../projectors/challenges.ts';
 
 export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<ChallengeTables> = ctx.database.db;
   const fresh = readYourWrites(db, ['challenges'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(
@@ -31,7 +32,7 @@ export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Ro
       const { limit, skip } = parse(pagination, req.query);
       const { organisationId } = tenantOf(res);
       const { rows, totalCount } = await newestFirst(db.selectFrom('challenges').where('organisation_id', '=', organisationId), { limit, skip });
-      const page: Page<ChallengeView> = { totalCount, edges: rows.map((row) => challengeView(row.document as ChallengeRecord)) };
+      const page: Page<ChallengeView> = { totalCount, edges: rows.map((row) => challengeView(row.document)) };
       res.json(page);
     },
   );
@@ -58,7 +59,7 @@ export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Ro
         .where('id', '=', id.toLowerCase())
         .executeTakeFirst();
       if (!row) throw notFound('Challenge not found');
-      res.json(challengeView(row.document as ChallengeRecord));
+      res.json(challengeView(row.document));
     },
   );
 

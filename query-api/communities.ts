@@ -1,7 +1,10 @@
 import { Router } from 'express';
+import type { Kysely, Selectable } from 'kysely';
 import type { Community } from '../domain/community.ts';
 import type { VariableConfig } from '../domain/variable-config.ts';
 import type { ServiceContext } from '../command-api/context.ts';
+import type { CommunityRow, CommunityTables } from '../projectors/communities.ts';
+import type { VariableConfigRow, VariableConfigTables } from '../projectors/variable-configs.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { pageOf } from '../infra/contract/common.ts';
 import { communitySchema, variableConfigSchema } from '../infra/contract/communities.ts';
@@ -12,7 +15,7 @@ import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-
 
 export function communityQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<CommunityTables & VariableConfigTables> = ctx.database.db;
   const fresh = readYourWrites(db, ['communities'], ctx.config.readYourWritesTimeoutMs);
   const freshConfigs = readYourWrites(db, ['variable_configs'], ctx.config.readYourWritesTimeoutMs);
 
@@ -85,7 +88,7 @@ export function communityQueries(ctx: ServiceContext, admin: ApiDescription): Ro
   return router;
 }
 
-function toCommunity(row: Record<string, any>): Community {
+function toCommunity(row: Selectable<CommunityRow>): Community {
   return {
     id: row.id,
     organisationId: row.organisation_id,
@@ -99,7 +102,7 @@ function toCommunity(row: Record<string, any>): Community {
   };
 }
 
-function toVariableConfig(row: Record<string, any>): VariableConfig {
+function toVariableConfig(row: Selectable<VariableConfigRow>): VariableConfig {
   return {
     id: row.id,
     organisationId: row.organisation_id,

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { ServiceContext } from '../command-api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { pageOf } from '../infra/contract/common.ts';
@@ -10,14 +10,18 @@ import { notFound } from '../infra/http/errors.ts';
 import type { Page } from '../infra/http/pagination.ts';
 import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
-import type { EventCountDimension } from '../projectors/custom-events.ts';
+import type { CommunityTables } from '../projectors/communities.ts';
+import type { CustomEventRow, CustomEventTables, EventCountDimension } from '../projectors/custom-events.ts';
+import type { UserTables } from '../projectors/users.ts';
 import { iso } from './communities.ts';
 
 /** `GET /integration/events`: the organisation's logged custom events as the contract's event records. */
 export function eventQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
-  const fresh = readYourWrites(db, ['custom_events', 'users', 'communities'], ctx.config.readYourWritesTimeoutMs);
+  const db: Kysely<CustomEventTables> = ctx.database.db;
+  const users: Kysely<UserTables> = ctx.database.db;
+  const communities: Kysely<CommunityTables> = ctx.database.db;
+  const fresh = readYourWrites(ctx.database.db, ['custom_events', 'users', 'communities'], ctx.config.readYourWritesTimeoutMs);
 
   integration.route(
     router,
@@ -38,8 +42,8 @@ export function eventQueries(ctx: ServiceContext, integration: ApiDescription): 
     async (req, res) => {
       const { limit, skip, ...wanted } = parse(eventsQuery, req.query);
       const { organisationId } = tenantOf(res);
-      const filters: EventFilters = { ...wanted, userId: wanted.userId === undefined ? undefined : await platformUserId(db, organisationId, wanted.userId) };
-      if (filters.communityId !== undefined) await requireCommunity(db, organisationId, filters.communityId);
+      const filters: EventFilters = { ...wanted, userId: wanted.userId === undefined ? undefined : await platformUserId(users, organisationId, wanted.userId) };
+      if (filters.communityId !== undefined) await requireCommunity(communities, organisationId, filters.communityId);
       const { rows, totalCount } = await newestFirstDeep(db, eventList(organisationId, filters), { limit, skip });
       const page: Page<EventRecord> = { totalCount, edges: rows.map(eventRecordOf) };
       res.json(page);
@@ -59,7 +63,7 @@ interface EventFilters {
 }
 
 /** The organisation's events matching every filter; counted by the read model's counter when one list is asked for. */
-function eventList(organisationId: string, filters: EventFilters): DeepList {
+function eventList(organisationId: string, filters: EventFilters): DeepList<CustomEventTables, 'custom_events'> {
   const { userId, communityId, name, from, to } = filters;
   const candidates: [EventCountDimension, string | undefined][] = [
     ['user', userId],
@@ -75,8 +79,8 @@ function eventList(organisationId: string, filters: EventFilters): DeepList {
       if (userId !== undefined) matching = matching.where('user_id', '=', userId);
       if (communityId !== undefined) matching = matching.where('community_id', '=', communityId);
       if (name !== undefined) matching = matching.where('name', '=', name);
-      if (from !== undefined) matching = matching.where('created_at', '>=', from as any);
-      if (to !== undefined) matching = matching.where('created_at', '<', to as any);
+      if (from !== undefined) matching = matching.where('created_at', '>=', new Date(from));
+      if (to !== undefined) matching = matching.where('created_at', '<', new Date(to));
       return matching;
     },
     counted:
@@ -95,8 +99,8 @@ function eventList(organisationId: string, filters: EventFilters): DeepList {
   };
 }
 
-function eventRecordOf(row: Record<string, any>): EventRecord {
-  const { name: _shadowed, ...payload } = row.payload as Record<string, unknown>;
+function eventRecordOf(row: Selectable<CustomEventRow>): EventRecord {
+  const { name: _shadowed, ...payload } = row.payload;
   return {
     id: row.id,
     nonce: row.nonce,
@@ -111,16 +115,16 @@ function eventRecordOf(row: Record<string, any>): EventRecord {
 }
 
 /** The platform id of the organisation's user known by this platform id, else by this external id; 404 when neither. */
-async function platformUserId(db: Kysely<any>, organisationId: string, userId: string): Promise<string> {
+async function platformUserId(db: Kysely<UserTables>, organisationId: string, userId: string): Promise<string> {
   const known = (id: 'id' | 'external_user_id', value: string) =>
     db.selectFrom('users').select('id').where('organisation_id', '=', organisationId).where(id, '=', value).executeTakeFirst();
   const user = (ID_PATTERN.test(userId) ? await known('id', userId.toLowerCase()) : undefined) ?? (await known('external_user_id', userId));
   if (!user) throw notFound('User not found');
-  return user.id as string;
+  return user.id;
 }
 
 /** Filtering by a community the organisation does not have is a 404, as on `GET /admin/teams`. */
-export async function requireCommunity(db: Kysely<any>, organisationId: string, communityId: string): Promise<void> {
+export async function requireCommunity(db: Kysely<CommunityTables>, organisationId: string, communityId: string): Promise<void> {
   const known = await db.selectFrom('communities').select('id').where('organisation_id', '=', organisationId).where('id', '=', communityId).executeTakeFirst();
   if (!known) throw notFound('Community not found');
 }

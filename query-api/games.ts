@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { GameRecord } from '../domain/game.ts';
+import type { Kysely } from 'kysely';
 import { tenantOf } from '../infra/auth.ts';
 import { gameConfigSchema, gameView } from '../infra/contract/games.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
@@ -7,11 +7,12 @@ import { notFound } from '../infra/http/errors.ts';
 import { readYourWrites } from '../infra/http/request-context.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
 import type { ServiceContext } from '../command-api/context.ts';
+import type { GameTables } from '../projectors/games.ts';
 import { minPositionHeader } from '../infra/http/request-context.ts';
 
 export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<GameTables> = ctx.database.db;
 
   admin.route(
     router,
@@ -35,7 +36,7 @@ export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router 
         .where('id', '=', id.toLowerCase())
         .executeTakeFirst();
       if (!row) throw notFound('Game not found');
-      res.json(gameView(row.document as GameRecord));
+      res.json(gameView(row.document));
     },
   );
 

@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import type { Kysely, Selectable } from 'kysely';
 import type { LeaderboardConfig } from '../domain/leaderboard.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { notFound } from '../infra/http/errors.ts';
@@ -8,10 +9,11 @@ import { leaderboardConfigSchema, leaderboardDistributionSchema } from '../infra
 import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
 import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import type { ServiceContext } from '../command-api/context.ts';
+import type { LeaderboardRankRewardRow, LeaderboardRow, LeaderboardTables } from '../projectors/leaderboards.ts';
 
 export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<LeaderboardTables> = ctx.database.db;
   const fresh = readYourWrites(db, ['leaderboards'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(
@@ -92,7 +94,7 @@ export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): 
   return router;
 }
 
-function toRankReward(row: Record<string, any>) {
+function toRankReward(row: Selectable<LeaderboardRankRewardRow>) {
   return {
     startRank: row.start_rank,
     endRank: row.end_rank,
@@ -101,21 +103,19 @@ function toRankReward(row: Record<string, any>) {
     bonusXpToDistribute: Number(row.bonus_xp_to_distribute),
     rewardsConfig: {
       amountToDistribute: Number(row.amount_to_distribute),
-      allocations: (row.allocations as { id: string; rewardId: string; supply: number; amountToDistribute: number; distributed: number }[]).map(
-        (allocation) => ({
-          id: allocation.id,
-          rewardId: allocation.rewardId,
-          supply: allocation.supply,
-          amountToDistribute: allocation.amountToDistribute,
-          distributed: allocation.distributed,
-          isLive: allocation.distributed < allocation.supply,
-        }),
-      ),
+      allocations: row.allocations.map((allocation) => ({
+        id: allocation.id,
+        rewardId: allocation.rewardId,
+        supply: allocation.supply,
+        amountToDistribute: allocation.amountToDistribute,
+        distributed: allocation.distributed,
+        isLive: allocation.distributed < allocation.supply,
+      })),
     },
   };
 }
 
-function toConfig(row: Record<string, any>): LeaderboardConfig {
+function toConfig(row: Selectable<LeaderboardRow>): LeaderboardConfig {
   return {
     id: row.id,
     organisationId: row.organisation_id,

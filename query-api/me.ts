@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import type { Kysely } from 'kysely';
 import type { ServiceContext } from '../command-api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { teamMemberSchema } from '../infra/contract/users.ts';
@@ -8,7 +9,7 @@ import { readYourWrites } from '../infra/http/request-context.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { minPositionHeader } from '../infra/http/request-context.ts';
-import { findTeamMember } from './users.ts';
+import { findTeamMember, type TeamMemberTables } from './users.ts';
 
 const userTokenHeader = {
   name: 'Authorization',
@@ -19,7 +20,7 @@ const userTokenHeader = {
 /** Integration routes for the signed-in end user. */
 export function meQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<TeamMemberTables> = ctx.database.db;
   const signedIn = requireUser(userTokenKey(ctx.config));
   const fresh = readYourWrites(db, ['users'], ctx.config.readYourWritesTimeoutMs);
 

@@ -1,4 +1,5 @@
 import { Router, type Request } from 'express';
+import type { Kysely, Selectable } from 'kysely';
 import { isLive, type RewardAllocation } from '../domain/allocation.ts';
 import { fromLocalised } from '../domain/localised-details.ts';
 import type { Reward } from '../domain/reward.ts';
@@ -12,10 +13,12 @@ import { notFound } from '../infra/http/errors.ts';
 import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
 import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
+import type { RewardAllocationRow, RewardAllocationTables } from '../projectors/reward-allocations.ts';
+import type { RewardRow, RewardTables } from '../projectors/rewards.ts';
 
 export function rewardQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<RewardTables & RewardAllocationTables> = ctx.database.db;
   const fresh = readYourWrites(db, ['rewards'], ctx.config.readYourWritesTimeoutMs);
   const freshAllocations = readYourWrites(db, ['rewards', 'reward_allocations'], ctx.config.readYourWritesTimeoutMs);
 
@@ -98,7 +101,7 @@ function rewardIdOf(req: Request): string {
   return rewardId.toLowerCase();
 }
 
-function toReward(row: Record<string, any>): Reward {
+function toReward(row: Selectable<RewardRow>): Reward {
   const common = {
     id: row.id,
     organisationId: row.organisation_id,
@@ -110,11 +113,12 @@ function toReward(row: Record<string, any>): Reward {
     metadata: row.metadata,
   };
   const audit = { createdAt: iso(row.created_at)!, updatedAt: iso(row.updated_at)!, createdBy: row.created_by, updatedBy: row.updated_by };
-  if (row.kind === 'entries') return { ...common, kind: 'entries', drawsAt: iso(row.draws_at)!, supply: row.supply, ...audit };
-  return { ...common, kind: 'asset', redeemable: row.redeemable, codeCount: row.code_count, expiresAt: iso(row.expires_at), ...audit };
+  // A row has its own kind's columns (the read model leaves only the other kind's null).
+  if (row.kind === 'entries') return { ...common, kind: 'entries', drawsAt: iso(row.draws_at)!, supply: row.supply!, ...audit };
+  return { ...common, kind: 'asset', redeemable: row.redeemable!, codeCount: row.code_count, expiresAt: iso(row.expires_at), ...audit };
 }
 
-function toAllocation(row: Record<string, any>): RewardAllocation {
+function toAllocation(row: Selectable<RewardAllocationRow>): RewardAllocation {
   return {
     id: row.id,
     rewardId: row.reward_id,

@@ -7,8 +7,9 @@ import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { minPositionHeader, readYourWrites } from '../infra/http/request-context.ts';
 import { verificationRecordName } from '../domain/organisation.ts';
+import type { OrganisationTables } from '../projectors/organisations.ts';
 
-export async function readSettings(db: Kysely<any>, organisationId: string) {
+export async function readSettings(db: Kysely<OrganisationTables>, organisationId: string) {
   const row = await db.selectFrom('organisations').selectAll().where('id', '=', organisationId).executeTakeFirst();
   if (!row) throw notFound('Organisation not found');
   return {
@@ -26,7 +27,7 @@ export async function readSettings(db: Kysely<any>, organisationId: string) {
 /** The organisation's own records: its settings and its domains. */
 export function organisationQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<OrganisationTables> = ctx.database.db;
   const fresh = readYourWrites(db, ['organisations'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(

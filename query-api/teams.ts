@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import type { Kysely } from 'kysely';
 import type { ServiceContext } from '../command-api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { pageOf } from '../infra/contract/common.ts';
@@ -7,12 +8,14 @@ import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { parse, readYourWrites } from '../infra/http/request-context.ts';
 import { minPositionHeader } from '../infra/http/request-context.ts';
-import { listTeamMembers } from './users.ts';
+import type { CommunityTables } from '../projectors/communities.ts';
+import { listTeamMembers, type TeamMemberTables } from './users.ts';
 
 export function teamQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
-  const fresh = readYourWrites(db, ['users', 'communities'], ctx.config.readYourWritesTimeoutMs);
+  const members: Kysely<TeamMemberTables> = ctx.database.db;
+  const communities: Kysely<CommunityTables> = ctx.database.db;
+  const fresh = readYourWrites(ctx.database.db, ['users', 'communities'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(
     router,
@@ -33,7 +36,7 @@ export function teamQueries(ctx: ServiceContext, admin: ApiDescription): Router 
       const { organisationId } = tenantOf(res);
       const community = communityId?.toLowerCase();
       if (community !== undefined) {
-        const known = await db
+        const known = await communities
           .selectFrom('communities')
           .select('id')
           .where('organisation_id', '=', organisationId)
@@ -41,7 +44,7 @@ export function teamQueries(ctx: ServiceContext, admin: ApiDescription): Router 
           .executeTakeFirst();
         if (!known) throw notFound('Community not found');
       }
-      res.json(await listTeamMembers(db, organisationId, { communityId: community, role, search }, { limit, skip }));
+      res.json(await listTeamMembers(members, organisationId, { communityId: community, role, search }, { limit, skip }));
     },
   );
 

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { z } from 'zod';
 import { xpConfigOf, type ChallengeRecord } from '../domain/challenge.ts';
 import { LANGUAGE_PATTERN, pickDetails } from '../domain/localised-details.ts';
@@ -12,13 +12,15 @@ import { badRequest } from '../infra/http/errors.ts';
 import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
 import { parse, readYourWrites } from '../infra/http/request-context.ts';
 import type { ServiceContext } from '../command-api/context.ts';
+import type { ChallengeTables } from '../projectors/challenges.ts';
+import type { OrganisationTables } from '../projectors/organisations.ts';
 import { minPositionHeader } from '../infra/http/request-context.ts';
 
 export type ChallengeTemplate = z.infer<typeof challengeTemplateSchema>;
 
 export function templateQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<ChallengeTables & OrganisationTables> = ctx.database.db;
 
   admin.route(
     router,
@@ -54,10 +56,10 @@ export function templateQueries(ctx: ServiceContext, admin: ApiDescription): Rou
         newestFirst(available, { limit, skip }),
         db.selectFrom('organisations').select('default_language').where('id', '=', organisationId).executeTakeFirst(),
       ]);
-      const organisationDefault = organisation?.default_language as string | undefined;
+      const organisationDefault = organisation?.default_language;
       const page: Page<ChallengeTemplate> = {
         totalCount,
-        edges: rows.map((row) => templateOf(row.document as ChallengeRecord, language, organisationDefault)),
+        edges: rows.map((row) => templateOf(row.document, language, organisationDefault)),
       };
       res.json(page);
     },

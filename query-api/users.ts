@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import { teamMember, type CommunityLedger, type TeamMember } from '../domain/user.ts';
 import type { ServiceContext } from '../command-api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
@@ -9,13 +9,38 @@ import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { newestFirst, type Page, type Pagination } from '../infra/http/pagination.ts';
 import { parse, readYourWrites } from '../infra/http/request-context.ts';
+import type { NullableTimestamp } from '../projectors/columns.ts';
+import type { UserRow, UserTables } from '../projectors/users.ts';
 import { iso } from './communities.ts';
 import { achievementCountsOf, addAchievementOnlyLedgers } from './achievements.ts';
 import { minPositionHeader } from '../infra/http/request-context.ts';
 
+/**
+ * The columns of `user_ledgers` (projectors/user-ledgers.ts) a team member record reads. Declared here until
+ * that read model declares its own tables; then import them from there instead.
+ */
+interface UserLedgerRow {
+  user_id: string;
+  community_id: string;
+  points: number;
+  xp_knowledge: number;
+  xp_creativity: number;
+  xp_loyalty: number;
+  xp_influence: number;
+  xp_participation: number;
+  xp_contribution: number;
+  challenges_completed: number;
+  current_streak: number;
+  longest_streak: number;
+  last_extended_at: NullableTimestamp;
+}
+
+/** What a team member record is read from: the user and its ledgers. */
+export type TeamMemberTables = UserTables & { user_ledgers: UserLedgerRow };
+
 export function userQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<TeamMemberTables> = ctx.database.db;
   const fresh = readYourWrites(db, ['users'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(
@@ -67,7 +92,12 @@ export interface TeamMemberFilters {
 }
 
 /** One organisation's team members matching every filter, newest first; two queries whatever the page size. */
-export async function listTeamMembers(db: Kysely<any>, organisationId: string, filters: TeamMemberFilters, page: Pagination): Promise<Page<TeamMember>> {
+export async function listTeamMembers(
+  db: Kysely<TeamMemberTables>,
+  organisationId: string,
+  filters: TeamMemberFilters,
+  page: Pagination,
+): Promise<Page<TeamMember>> {
   let matching = db.selectFrom('users').where('organisation_id', '=', organisationId);
   if (filters.externalUserId !== undefined) matching = matching.where('external_user_id', '=', filters.externalUserId);
   if (filters.communityId !== undefined) matching = matching.where(sql<boolean>`community_ids @> array[${filters.communityId}]::text[]`);
@@ -79,17 +109,36 @@ export async function listTeamMembers(db: Kysely<any>, organisationId: string, f
   const { rows, totalCount } = await newestFirst(matching, page);
   const ledgers = await ledgersOf(
     db,
-    rows.map((row) => row.id as string),
+    rows.map((row) => row.id),
   );
   return { totalCount, edges: rows.map((row) => teamMemberFromRow(row, ledgers.get(row.id) ?? [])) };
 }
 
 /** The users' community ledgers, with their achievement counts: two queries for the whole page, by user id. */
-async function ledgersOf(db: Kysely<any>, userIds: string[]): Promise<Map<string, CommunityLedger[]>> {
+async function ledgersOf(db: Kysely<TeamMemberTables>, userIds: string[]): Promise<Map<string, CommunityLedger[]>> {
   const byUser = new Map<string, CommunityLedger[]>();
   if (userIds.length === 0) return byUser;
   const [rows, achievements] = await Promise.all([
-    db.selectFrom('user_ledgers').selectAll().where('user_id', 'in', userIds).orderBy('community_id').execute(),
+    db
+      .selectFrom('user_ledgers')
+      .select([
+        'user_id',
+        'community_id',
+        'points',
+        'xp_knowledge',
+        'xp_creativity',
+        'xp_loyalty',
+        'xp_influence',
+        'xp_participation',
+        'xp_contribution',
+        'challenges_completed',
+        'current_streak',
+        'longest_streak',
+        'last_extended_at',
+      ])
+      .where('user_id', 'in', userIds)
+      .orderBy('community_id')
+      .execute(),
     achievementCountsOf(db, userIds),
   ]);
   for (const row of rows) {
@@ -119,12 +168,12 @@ async function ledgersOf(db: Kysely<any>, userIds: string[]): Promise<Map<string
   return byUser;
 }
 
-export async function findTeamMember(db: Kysely<any>, organisationId: string, userId: string): Promise<TeamMember | null> {
+export async function findTeamMember(db: Kysely<TeamMemberTables>, organisationId: string, userId: string): Promise<TeamMember | null> {
   const row = await db.selectFrom('users').selectAll().where('organisation_id', '=', organisationId).where('id', '=', userId).executeTakeFirst();
   return row ? teamMemberFromRow(row, (await ledgersOf(db, [userId])).get(userId) ?? []) : null;
 }
 
-function teamMemberFromRow(row: Record<string, any>, ledgers: CommunityLedger[]): TeamMember {
+function teamMemberFromRow(row: Selectable<UserRow>, ledgers: CommunityLedger[]): TeamMember {
   return teamMember(
     {
       id: row.id,

@@ -1,15 +1,13 @@
-import type { Kysely, SelectQueryBuilder } from 'kysely';
+import type { Kysely, Selectable, SelectQueryBuilder } from 'kysely';
 import type { Pagination } from './pagination.ts';
 
-type Query = SelectQueryBuilder<any, any, object>;
-
 /** A list served newest first (`created_at desc, id desc`) from one table of a read model. */
-export interface DeepList {
-  table: string;
+export interface DeepList<DB = any, TB extends keyof DB & string = any> {
+  table: TB;
   /** Narrows the table's rows to the list's. */
-  filter: (rows: Query) => Query;
+  filter: (rows: SelectQueryBuilder<DB, TB, object>) => SelectQueryBuilder<DB, TB, object>;
   /** The list's size from a counter the read model keeps beside it, when it has one. */
-  counted?: (db: Kysely<any>) => Promise<number>;
+  counted?: (db: Kysely<DB>) => Promise<number>;
 }
 
 /**
@@ -19,7 +17,14 @@ export interface DeepList {
  * With a counter, the total costs no scan either, and a page past the middle is read from the oldest end
  * (the same rows, found by a shorter walk); counter and page are read in one snapshot, so they agree.
  */
-export async function newestFirstDeep(db: Kysely<any>, list: DeepList, page: Pagination): Promise<{ rows: any[]; totalCount: number }> {
+export async function newestFirstDeep<DB, TB extends keyof DB & string>(
+  typed: Kysely<DB>,
+  typedList: DeepList<DB, TB>,
+  page: Pagination,
+): Promise<{ rows: Selectable<DB[TB]>[]; totalCount: number }> {
+  // Every listed table has `created_at` and `id`, which the builder's types cannot say of a table in general.
+  const db: Kysely<any> = typed;
+  const list: DeepList = typedList;
   const { counted } = list;
   if (!counted) {
     const [rows, count] = await Promise.all([

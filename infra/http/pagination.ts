@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { SelectQueryBuilder } from 'kysely';
+import type { Selectable, SelectQueryBuilder } from 'kysely';
 
 /** `limit` 1..100 (default 10) and `skip` >= 0 (default 0); anything else is a 400. */
 export const pagination = z.object({
@@ -19,10 +19,15 @@ export interface Page<T> {
  * with the total count: two queries whatever the page size, both served by the (organisation,
  * created_at desc, id desc) index every listed read model keeps.
  */
-export async function newestFirst(matching: SelectQueryBuilder<any, any, object>, { limit, skip }: Pagination): Promise<{ rows: any[]; totalCount: number }> {
+export async function newestFirst<DB, TB extends keyof DB>(
+  matching: SelectQueryBuilder<DB, TB, object>,
+  { limit, skip }: Pagination,
+): Promise<{ rows: Selectable<DB[TB]>[]; totalCount: number }> {
+  // Every listed table has `created_at` and `id`, which the builder's types cannot say of a table in general.
+  const erased: SelectQueryBuilder<any, any, object> = matching;
   const [rows, count] = await Promise.all([
-    matching.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset(skip).execute(),
-    matching.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow(),
+    erased.selectAll().orderBy('created_at', 'desc').orderBy('id', 'desc').limit(limit).offset(skip).execute(),
+    erased.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow(),
   ]);
-  return { rows, totalCount: Number(count.count) };
+  return { rows: rows as Selectable<DB[TB]>[], totalCount: Number(count.count) };
 }
