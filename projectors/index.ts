@@ -44,7 +44,7 @@ export const projections: readonly Consumer[] = [
   fromLegacy(userLedgersProjection),
   fromLegacy(giveawayAnalyticsProjection),
   fromLegacy(challengeStepAnalyticsProjection),
-  fromLegacy(rewardAssetsProjection),
-  fromLegacy(rewardEntriesProjection),
+  rewardAssetsProjection,
+  rewardEntriesProjection,
   fromLegacy(achievementsProjection),
 ];
