@@ -5,7 +5,7 @@ import { actionStepsSchema, giveawaysOverviewSchema } from '../infra/contract/an
 import { challengeStepAnalyticsProjection } from '../projectors/challenge-step-analytics.ts';
 import { giveawayAnalyticsProjection } from '../projectors/giveaway-analytics.ts';
 import type { Projection } from '../projectors/projection.ts';
-import { liveGeneration, startRebuild } from '../projectors/runtime.ts';
+import { liveGeneration, startRebuild } from '../projectors/runtime/index.ts';
 import { ManualClock } from './support/clock.ts';
 import { waitUntil } from './support/projections.ts';
 import { asTenant, startTestService, type Tenant, type TestService } from './support/service.ts';
