@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { EngagementEvent } from '../domain/engagement-events.ts';
-import { localDate } from '../domain/windows.ts';
 import { CounterBatch } from './counters.ts';
+import { localDateOf } from './local-dates.ts';
 import { BatchTimeZones, TIME_ZONE_EVENTS, createTimeZoneTable, isTimeZoneEvent, type TimeZoneEvent, type TimeZoneRow } from './organisation-time-zones.ts';
 import { defineProjection } from './projection.ts';
 
@@ -194,7 +194,7 @@ export const challengeStepAnalyticsProjection = defineProjection<StepAnalyticsTa
       }
       if (event.type === 'ActionAttempted') {
         const { challengeId, actionId, userId, organisationId } = event.data;
-        const day = localDate(event.data.occurredAt, zones.of(organisationId));
+        const day = localDateOf(event.data.occurredAt, zones.of(organisationId));
         const key = stepUser(challengeId, actionId, userId);
         const completion = event.data.outcome === 'completed';
         const firstAttempt = !attempted.has(key);
@@ -220,7 +220,7 @@ export const challengeStepAnalyticsProjection = defineProjection<StepAnalyticsTa
         );
       } else if (event.type === 'ChallengeStarted') {
         const { challengeId, userId, organisationId } = event.data;
-        const day = localDate(event.data.occurredAt, zones.of(organisationId));
+        const day = localDateOf(event.data.occurredAt, zones.of(organisationId));
         const key = challengeUser(challengeId, userId);
         const firstStart = !started.has(key);
         started.add(key);

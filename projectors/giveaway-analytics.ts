@@ -2,8 +2,8 @@ import { sql, type ColumnType, type Kysely } from 'kysely';
 import type { AllocationDistributedEvent, GiveawayDrawnEvent } from '../domain/engagement-events.ts';
 import type { LocalisedDetails } from '../domain/localised-details.ts';
 import type { RewardEvent } from '../domain/reward.ts';
-import { localDate } from '../domain/windows.ts';
 import { CounterBatch } from './counters.ts';
+import { localDateOf } from './local-dates.ts';
 import { BatchTimeZones, TIME_ZONE_EVENTS, createTimeZoneTable, isTimeZoneEvent, type TimeZoneEvent, type TimeZoneRow } from './organisation-time-zones.ts';
 import { defineProjection, type Recorded } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
@@ -285,7 +285,7 @@ function foldReward(fold: Fold, event: Recorded<Extract<RewardEvent, { type: 'Re
 function countEntries(fold: Fold, handOut: AllocationDistributedEvent['data']): void {
   if (handOut.rewardKind !== 'entries') return;
   const { rewardId, userId, amount, occurredAt } = handOut;
-  const day = localDate(occurredAt, fold.zones.of(handOut.organisationId));
+  const day = localDateOf(occurredAt, fold.zones.of(handOut.organisationId));
   const before = fold.participants.get({ reward_id: rewardId, user_id: userId });
   let newParticipants = 0;
   if (!before) {
@@ -306,7 +306,7 @@ function countEntries(fold: Fold, handOut: AllocationDistributedEvent['data']): 
 }
 
 function recordDraw(fold: Fold, draw: GiveawayDrawnEvent['data']): void {
-  const day = localDate(draw.drawnAt, fold.zones.of(draw.organisationId));
+  const day = localDateOf(draw.drawnAt, fold.zones.of(draw.organisationId));
   const giveaway = fold.giveaways.get({ reward_id: draw.rewardId });
   if (giveaway) {
     fold.giveaways.set({ ...giveaway, status: 'drawn', drawn_at: draw.drawnAt, drawn_day: day, entrants: draw.entrants.length, winners: draw.winners.length });
