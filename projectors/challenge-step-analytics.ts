@@ -1,16 +1,60 @@
-import type { Kysely } from 'kysely';
+import { sql } from 'kysely';
 import type { EngagementEvent } from '../domain/engagement-events.ts';
-import { localDate } from '../domain/windows.ts';
-import { addTo } from './counters.ts';
-import { TIME_ZONE_EVENTS, createTimeZoneTable, recordTimeZone, timeZoneOf } from './organisation-time-zones.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import { CounterBatch } from './counters.ts';
+import { localDateOf } from './local-dates.ts';
+import { BatchTimeZones, TIME_ZONE_EVENTS, createTimeZoneTable, isTimeZoneEvent, type TimeZoneEvent, type TimeZoneRow } from './organisation-time-zones.ts';
+import { defineProjection } from './projection.ts';
 
 export const STEP_ANALYTICS_PROJECTION = 'challenge_step_analytics';
 
 const TIME_ZONES = 'analytics_step_organisations';
 
-type Attempted = Extract<EngagementEvent, { type: 'ActionAttempted' }>['data'];
-type Started = Extract<EngagementEvent, { type: 'ChallengeStarted' }>['data'];
+export interface StepsTable {
+  challenge_id: string;
+  action_id: string;
+  organisation_id: string;
+  attempts: number;
+  criteria_met: number;
+  criteria_not_met: number;
+  completions: number;
+  users_attempted: number;
+  users_completed: number;
+}
+
+export interface ChallengeStartsTable {
+  challenge_id: string;
+  organisation_id: string;
+  starts: number;
+  users_started: number;
+}
+
+export interface StepDaysTable {
+  challenge_id: string;
+  action_id: string;
+  user_id: string;
+  day: string;
+  attempts: number;
+  criteria_met: number;
+  completions: number;
+}
+
+export interface StartDaysTable {
+  challenge_id: string;
+  user_id: string;
+  day: string;
+  starts: number;
+}
+
+export interface StepAnalyticsTables {
+  analytics_steps: StepsTable;
+  analytics_challenge_starts: ChallengeStartsTable;
+  analytics_step_days: StepDaysTable;
+  analytics_start_days: StartDaysTable;
+  /** The organisations' time zones, this read model's own copy (not exposed). */
+  analytics_step_organisations: TimeZoneRow;
+}
+
+type StepAnalyticsEvent = TimeZoneEvent | Extract<EngagementEvent, { type: 'ActionAttempted' | 'ChallengeStarted' }>;
 
 /**
  * Challenge step analytics (`GET /analytics/challenges/stats/action-steps`), from the engine's
@@ -24,12 +68,16 @@ type Started = Extract<EngagementEvent, { type: 'ChallengeStarted' }>['data'];
  * - `analytics_start_days`: per (challenge, user, local day): runs started.
  *
  * Days are local dates (`YYYY-MM-DD`) in the organisation's time zone at the time of the fact.
+ *
+ * A batch reads who the (challenge, action, user) and (challenge, user) pairs it names had already counted
+ * (one read each), follows the batch in log order in memory (a user is new to a step at their first attempt
+ * in the log, whichever batch it falls in), and adds its counts with one upsert per table.
  */
-export const challengeStepAnalyticsProjection: Projection = {
+export const challengeStepAnalyticsProjection = defineProjection<StepAnalyticsTables, StepAnalyticsEvent>({
   name: STEP_ANALYTICS_PROJECTION,
   version: 1,
   tables: ['analytics_steps', 'analytics_challenge_starts', 'analytics_step_days', 'analytics_start_days'],
-  filter: { eventTypes: [...TIME_ZONE_EVENTS, 'ActionAttempted', 'ChallengeStarted'] },
+  canHandle: [...TIME_ZONE_EVENTS, 'ActionAttempted', 'ChallengeStarted'],
   migrations: {
     '0001_step_analytics': {
       async up(db) {
@@ -81,71 +129,118 @@ export const challengeStepAnalyticsProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    switch (event.type) {
-      case 'OrganisationCreated':
-      case 'OrganisationSettingsChanged':
-        return recordTimeZone(db, TIME_ZONES, event);
-      case 'ActionAttempted':
-        return countAttempt(db, event.data as Attempted);
-      case 'ChallengeStarted':
-        return countStart(db, event.data as Started);
+  async apply(db, events) {
+    const attemptKeys = new Map<string, { challengeId: string; actionId: string; userId: string }>();
+    const startKeys = new Map<string, { challengeId: string; userId: string }>();
+    const organisations = new Set<string>();
+    for (const event of events) {
+      organisations.add(event.data.organisationId);
+      if (event.type === 'ActionAttempted') {
+        const { challengeId, actionId, userId } = event.data;
+        attemptKeys.set(stepUser(challengeId, actionId, userId), { challengeId, actionId, userId });
+      } else if (event.type === 'ChallengeStarted') {
+        const { challengeId, userId } = event.data;
+        startKeys.set(challengeUser(challengeId, userId), { challengeId, userId });
+      }
     }
-  },
-};
 
-async function countAttempt(db: Kysely<any>, attempt: Attempted): Promise<void> {
-  const { challengeId, actionId, userId, organisationId } = attempt;
-  const day = localDate(attempt.occurredAt, await timeZoneOf(db, TIME_ZONES, organisationId));
-  const completed = attempt.outcome === 'completed';
-  const before = await db
-    .selectFrom('analytics_step_days')
-    .select((eb) => [eb.fn.countAll<string>().as('days'), eb.fn.sum<string | null>('completions').as('completions')])
-    .where('challenge_id', '=', challengeId)
-    .where('action_id', '=', actionId)
-    .where('user_id', '=', userId)
-    .executeTakeFirstOrThrow();
-  const firstAttempt = Number(before.days) === 0;
-  const firstCompletion = completed && Number(before.completions ?? 0) === 0;
-  const met = attempt.criteriaMet ? 1 : 0;
-  await addTo(
-    db,
-    'analytics_step_days',
-    { challenge_id: challengeId, action_id: actionId, user_id: userId, day },
-    { attempts: 1, criteria_met: met, completions: completed ? 1 : 0 },
-  );
-  await addTo(
-    db,
-    'analytics_steps',
-    { challenge_id: challengeId, action_id: actionId },
-    {
-      attempts: 1,
-      criteria_met: met,
-      criteria_not_met: 1 - met,
-      completions: completed ? 1 : 0,
-      users_attempted: firstAttempt ? 1 : 0,
-      users_completed: firstCompletion ? 1 : 0,
-    },
-    { organisation_id: organisationId },
-  );
+    const zones = await BatchTimeZones.load(db, TIME_ZONES, organisations);
+    // Who had attempted (a row on any day) or completed (completions on some day) each step, and who had started each challenge.
+    const attempted = new Set<string>();
+    const completed = new Set<string>();
+    if (attemptKeys.size > 0) {
+      const keys = [...attemptKeys.values()];
+      const rows = await db
+        .selectFrom('analytics_step_days')
+        .select((eb) => ['challenge_id', 'action_id', 'user_id', eb.fn.sum<string>('completions').as('completions')])
+        .where(
+          sql<boolean>`(challenge_id, action_id, user_id) in (select * from unnest(${keys.map((key) => key.challengeId)}::text[], ${keys.map((key) => key.actionId)}::text[], ${keys.map((key) => key.userId)}::text[]))`,
+        )
+        .groupBy(['challenge_id', 'action_id', 'user_id'])
+        .execute();
+      for (const row of rows) {
+        const key = stepUser(row.challenge_id, row.action_id, row.user_id);
+        attempted.add(key);
+        if (Number(row.completions) > 0) completed.add(key);
+      }
+    }
+    const started = new Set<string>();
+    if (startKeys.size > 0) {
+      const keys = [...startKeys.values()];
+      const rows = await db
+        .selectFrom('analytics_start_days')
+        .select(['challenge_id', 'user_id'])
+        .distinct()
+        .where(
+          sql<boolean>`(challenge_id, user_id) in (select * from unnest(${keys.map((key) => key.challengeId)}::text[], ${keys.map((key) => key.userId)}::text[]))`,
+        )
+        .execute();
+      for (const row of rows) started.add(challengeUser(row.challenge_id, row.user_id));
+    }
+
+    const stepDays = new CounterBatch('analytics_step_days', ['challenge_id', 'action_id', 'user_id', 'day'], ['attempts', 'criteria_met', 'completions']);
+    const steps = new CounterBatch(
+      'analytics_steps',
+      ['challenge_id', 'action_id'],
+      ['attempts', 'criteria_met', 'criteria_not_met', 'completions', 'users_attempted', 'users_completed'],
+    );
+    const startDays = new CounterBatch('analytics_start_days', ['challenge_id', 'user_id', 'day'], ['starts']);
+    const starts = new CounterBatch('analytics_challenge_starts', ['challenge_id'], ['starts', 'users_started']);
+
+    for (const event of events) {
+      if (isTimeZoneEvent(event)) {
+        zones.record(event);
+        continue;
+      }
+      if (event.type === 'ActionAttempted') {
+        const { challengeId, actionId, userId, organisationId } = event.data;
+        const day = localDateOf(event.data.occurredAt, zones.of(organisationId));
+        const key = stepUser(challengeId, actionId, userId);
+        const completion = event.data.outcome === 'completed';
+        const firstAttempt = !attempted.has(key);
+        const firstCompletion = completion && !completed.has(key);
+        attempted.add(key);
+        if (completion) completed.add(key);
+        const met = event.data.criteriaMet ? 1 : 0;
+        stepDays.add(
+          { challenge_id: challengeId, action_id: actionId, user_id: userId, day },
+          { attempts: 1, criteria_met: met, completions: completion ? 1 : 0 },
+        );
+        steps.add(
+          { challenge_id: challengeId, action_id: actionId },
+          {
+            attempts: 1,
+            criteria_met: met,
+            criteria_not_met: 1 - met,
+            completions: completion ? 1 : 0,
+            users_attempted: firstAttempt ? 1 : 0,
+            users_completed: firstCompletion ? 1 : 0,
+          },
+          { organisation_id: organisationId },
+        );
+      } else if (event.type === 'ChallengeStarted') {
+        const { challengeId, userId, organisationId } = event.data;
+        const day = localDateOf(event.data.occurredAt, zones.of(organisationId));
+        const key = challengeUser(challengeId, userId);
+        const firstStart = !started.has(key);
+        started.add(key);
+        startDays.add({ challenge_id: challengeId, user_id: userId, day }, { starts: 1 });
+        starts.add({ challenge_id: challengeId }, { starts: 1, users_started: firstStart ? 1 : 0 }, { organisation_id: organisationId });
+      }
+    }
+
+    await stepDays.write(db);
+    await steps.write(db);
+    await startDays.write(db);
+    await starts.write(db);
+    await zones.save();
+  },
+});
+
+function stepUser(challengeId: string, actionId: string, userId: string): string {
+  return JSON.stringify([challengeId, actionId, userId]);
 }
 
-async function countStart(db: Kysely<any>, start: Started): Promise<void> {
-  const { challengeId, userId, organisationId } = start;
-  const day = localDate(start.occurredAt, await timeZoneOf(db, TIME_ZONES, organisationId));
-  const before = await db
-    .selectFrom('analytics_start_days')
-    .select('day')
-    .where('challenge_id', '=', challengeId)
-    .where('user_id', '=', userId)
-    .limit(1)
-    .executeTakeFirst();
-  await addTo(db, 'analytics_start_days', { challenge_id: challengeId, user_id: userId, day }, { starts: 1 });
-  await addTo(
-    db,
-    'analytics_challenge_starts',
-    { challenge_id: challengeId },
-    { starts: 1, users_started: before ? 0 : 1 },
-    { organisation_id: organisationId },
-  );
+function challengeUser(challengeId: string, userId: string): string {
+  return JSON.stringify([challengeId, userId]);
 }

@@ -1,14 +1,115 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type ColumnType, type Kysely } from 'kysely';
 import type { AllocationDistributedEvent, GiveawayDrawnEvent } from '../domain/engagement-events.ts';
+import type { LocalisedDetails } from '../domain/localised-details.ts';
 import type { RewardEvent } from '../domain/reward.ts';
-import { localDate } from '../domain/windows.ts';
-import { addTo } from './counters.ts';
-import { TIME_ZONE_EVENTS, createTimeZoneTable, recordTimeZone, timeZoneOf } from './organisation-time-zones.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import { CounterBatch } from './counters.ts';
+import { localDateOf } from './local-dates.ts';
+import { BatchTimeZones, TIME_ZONE_EVENTS, createTimeZoneTable, isTimeZoneEvent, type TimeZoneEvent, type TimeZoneRow } from './organisation-time-zones.ts';
+import { defineProjection, type Recorded } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
 
 export const GIVEAWAY_ANALYTICS_PROJECTION = 'giveaway_analytics';
 
 const TIME_ZONES = 'analytics_giveaway_organisations';
+
+/** A timestamptz column: read back as a Date, written as an ISO string or a Date. */
+type Timestamp = ColumnType<Date, string | Date, string | Date>;
+
+export type GiveawayStatus = 'pending' | 'drawn';
+
+export interface GiveawaysTable {
+  reward_id: string;
+  organisation_id: string;
+  /** The reward's details by language (JSON). */
+  details: ColumnType<LocalisedDetails, string, string>;
+  draws_at: Timestamp;
+  supply: number;
+  status: GiveawayStatus;
+  drawn_at: ColumnType<Date | null, string | Date | null, string | Date | null>;
+  drawn_day: string | null;
+  entrants: ColumnType<number, number | undefined, number>;
+  winners: ColumnType<number, number | undefined, number>;
+}
+
+export interface GiveawayParticipantsTable {
+  reward_id: string;
+  user_id: string;
+  entries: number;
+  first_entry_at: Timestamp;
+  first_entry_day: string;
+  won: ColumnType<boolean, boolean | undefined, boolean>;
+}
+
+export interface GiveawayDaysTable {
+  reward_id: string;
+  day: string;
+  new_entries: ColumnType<number, number | undefined, number>;
+  new_participants: ColumnType<number, number | undefined, number>;
+  drawings: ColumnType<number, number | undefined, number>;
+}
+
+export interface GiveawayUserDaysTable {
+  reward_id: string;
+  day: string;
+  user_id: string;
+  entries: number;
+}
+
+export interface GiveawaySourceDaysTable {
+  reward_id: string;
+  day: string;
+  /** The payout source's kind (`action`, `challenge`, `leaderboard`, `giveaway`). */
+  source: string;
+  entries: number;
+}
+
+export interface GiveawayAnalyticsTables {
+  analytics_giveaways: GiveawaysTable;
+  analytics_giveaway_participants: GiveawayParticipantsTable;
+  analytics_giveaway_days: GiveawayDaysTable;
+  analytics_giveaway_user_days: GiveawayUserDaysTable;
+  analytics_giveaway_source_days: GiveawaySourceDaysTable;
+  /** The organisations' time zones, this read model's own copy (not exposed). */
+  analytics_giveaway_organisations: TimeZoneRow;
+}
+
+type GiveawayAnalyticsEvent =
+  TimeZoneEvent | Extract<RewardEvent, { type: 'RewardCreated' | 'RewardUpdated' }> | AllocationDistributedEvent | GiveawayDrawnEvent;
+
+/** Rows as a batch holds them: JSON parsed, timestamps as loaded (Date) or as the event gave them (ISO string). */
+interface GiveawayRow {
+  reward_id: string;
+  organisation_id: string;
+  details: LocalisedDetails;
+  draws_at: Date | string;
+  supply: number;
+  status: GiveawayStatus;
+  drawn_at: Date | string | null;
+  drawn_day: string | null;
+  entrants: number;
+  winners: number;
+}
+
+interface ParticipantRow {
+  reward_id: string;
+  user_id: string;
+  entries: number;
+  first_entry_at: Date | string;
+  first_entry_day: string;
+  won: boolean;
+}
+
+/** What one batch writes: the rows it folds in memory and the counters it adds. */
+interface Fold {
+  zones: BatchTimeZones;
+  giveaways: RowBatch<GiveawayRow>;
+  participants: RowBatch<ParticipantRow>;
+  days: CounterBatch<'reward_id' | 'day', 'new_entries' | 'new_participants'>;
+  /** (reward, day) of each draw: `drawings` is set to 1 there, not added to. */
+  drawings: Map<string, { reward_id: string; day: string }>;
+  userDays: CounterBatch<'reward_id' | 'day' | 'user_id', 'entries'>;
+  sourceDays: CounterBatch<'reward_id' | 'day' | 'source', 'entries'>;
+}
 
 /**
  * Giveaway analytics (`GET /analytics/rewards/stats/giveaways/overview`): each entries reward with its draw,
@@ -23,8 +124,11 @@ const TIME_ZONES = 'analytics_giveaway_organisations';
  *   it was, drawings (1 on the day of the draw);
  * - `analytics_giveaway_user_days`: per (reward, local day, user): entries (participants within a range);
  * - `analytics_giveaway_source_days`: per (reward, local day, payout source kind): entries.
+ *
+ * A batch loads the giveaways and the (reward, user) participants it names (one read each), folds its
+ * events into them in log order, and writes each table with one upsert (the per-day tables add counts).
  */
-export const giveawayAnalyticsProjection: Projection = {
+export const giveawayAnalyticsProjection = defineProjection<GiveawayAnalyticsTables, GiveawayAnalyticsEvent>({
   name: GIVEAWAY_ANALYTICS_PROJECTION,
   version: 1,
   tables: [
@@ -34,7 +138,7 @@ export const giveawayAnalyticsProjection: Projection = {
     'analytics_giveaway_user_days',
     'analytics_giveaway_source_days',
   ],
-  filter: { eventTypes: [...TIME_ZONE_EVENTS, 'RewardCreated', 'RewardUpdated', 'AllocationDistributed', 'GiveawayDrawn'] },
+  canHandle: [...TIME_ZONE_EVENTS, 'RewardCreated', 'RewardUpdated', 'AllocationDistributed', 'GiveawayDrawn'],
   migrations: {
     '0001_giveaway_analytics': {
       async up(db) {
@@ -87,24 +191,60 @@ export const giveawayAnalyticsProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    switch (event.type) {
-      case 'OrganisationCreated':
-      case 'OrganisationSettingsChanged':
-        return recordTimeZone(db, TIME_ZONES, event);
-      case 'RewardCreated':
-      case 'RewardUpdated':
-        return foldReward(db, event as unknown as RewardEvent);
-      case 'AllocationDistributed':
-        return countEntries(db, (event as unknown as AllocationDistributedEvent).data);
-      case 'GiveawayDrawn':
-        return recordDraw(db, (event as unknown as GiveawayDrawnEvent).data);
+  async apply(db, events) {
+    const giveawayKeys: { reward_id: string }[] = [];
+    const participantKeys: { reward_id: string; user_id: string }[] = [];
+    const organisations: string[] = [];
+    for (const event of events) {
+      switch (event.type) {
+        case 'RewardCreated':
+        case 'RewardUpdated':
+          giveawayKeys.push({ reward_id: event.data.rewardId });
+          break;
+        case 'AllocationDistributed':
+          if (event.data.rewardKind !== 'entries') break;
+          participantKeys.push({ reward_id: event.data.rewardId, user_id: event.data.userId });
+          organisations.push(event.data.organisationId);
+          break;
+        case 'GiveawayDrawn':
+          giveawayKeys.push({ reward_id: event.data.rewardId });
+          for (const winner of event.data.winners) participantKeys.push({ reward_id: event.data.rewardId, user_id: winner.userId });
+          organisations.push(event.data.organisationId);
+          break;
+      }
     }
+
+    const fold: Fold = {
+      zones: await BatchTimeZones.load(db, TIME_ZONES, organisations),
+      giveaways: new RowBatch<GiveawayRow>('analytics_giveaways', ['reward_id']),
+      participants: new RowBatch<ParticipantRow>('analytics_giveaway_participants', ['reward_id', 'user_id']),
+      days: new CounterBatch('analytics_giveaway_days', ['reward_id', 'day'], ['new_entries', 'new_participants']),
+      drawings: new Map(),
+      userDays: new CounterBatch('analytics_giveaway_user_days', ['reward_id', 'day', 'user_id'], ['entries']),
+      sourceDays: new CounterBatch('analytics_giveaway_source_days', ['reward_id', 'day', 'source'], ['entries']),
+    };
+    await fold.giveaways.load(db, giveawayKeys);
+    await fold.participants.load(db, participantKeys);
+
+    for (const event of events) {
+      if (isTimeZoneEvent(event)) fold.zones.record(event);
+      else if (event.type === 'RewardCreated' || event.type === 'RewardUpdated') foldReward(fold, event);
+      else if (event.type === 'AllocationDistributed') countEntries(fold, event.data);
+      else recordDraw(fold, event.data);
+    }
+
+    await fold.giveaways.save(db, (row) => ({ ...row, details: JSON.stringify(row.details) }));
+    await fold.participants.save(db);
+    await fold.days.write(db);
+    await writeDrawings(db, [...fold.drawings.values()]);
+    await fold.userDays.write(db);
+    await fold.sourceDays.write(db);
+    await fold.zones.save();
   },
-};
+});
 
 /** Entries per (reward, local day, `by`): the primary key orders a giveaway's days first, so a range is an index range. */
-async function createEntriesByDay(db: Kysely<any>, table: string, by: string): Promise<void> {
+async function createEntriesByDay(db: Kysely<unknown>, table: string, by: string): Promise<void> {
   await db.schema
     .createTable(table)
     .addColumn('reward_id', 'text', (c) => c.notNull())
@@ -115,89 +255,76 @@ async function createEntriesByDay(db: Kysely<any>, table: string, by: string): P
     .execute();
 }
 
-async function foldReward(db: Kysely<any>, event: RewardEvent): Promise<void> {
+function foldReward(fold: Fold, event: Recorded<Extract<RewardEvent, { type: 'RewardCreated' | 'RewardUpdated' }>>): void {
   if (event.type === 'RewardCreated') {
     const data = event.data;
-    if (data.kind !== 'entries') return;
-    await db
-      .insertInto('analytics_giveaways')
-      .values({
-        reward_id: data.rewardId,
-        organisation_id: data.organisationId,
-        details: JSON.stringify(data.details),
-        draws_at: data.drawsAt,
-        supply: data.supply,
-        status: 'pending',
-      })
-      .onConflict((oc) => oc.column('reward_id').doNothing())
-      .execute();
+    // A second creation changes nothing (the first one wins).
+    if (data.kind !== 'entries' || fold.giveaways.get({ reward_id: data.rewardId })) return;
+    fold.giveaways.set({
+      reward_id: data.rewardId,
+      organisation_id: data.organisationId,
+      details: data.details,
+      draws_at: data.drawsAt,
+      supply: data.supply,
+      status: 'pending',
+      drawn_at: null,
+      drawn_day: null,
+      entrants: 0,
+      winners: 0,
+    });
     return;
   }
-  if (event.type !== 'RewardUpdated') return;
   const { details, drawsAt } = event.data.changes;
-  if (details === undefined && drawsAt === undefined) return;
-  await db
-    .updateTable('analytics_giveaways')
-    .set({ ...(details !== undefined ? { details: JSON.stringify(details) } : {}), ...(drawsAt !== undefined ? { draws_at: drawsAt } : {}) })
-    .where('reward_id', '=', event.data.rewardId)
-    .execute();
+  // An asset reward has no row: its changes change nothing here.
+  const row = fold.giveaways.get({ reward_id: event.data.rewardId });
+  if (!row || (details === undefined && drawsAt === undefined)) return;
+  fold.giveaways.set({ ...row, ...(details !== undefined ? { details } : {}), ...(drawsAt !== undefined ? { draws_at: drawsAt } : {}) });
 }
 
 /** Entries into a giveaway: the user's total and first entry, and the day's, user-day's and source-day's rows. */
-async function countEntries(db: Kysely<any>, handOut: AllocationDistributedEvent['data']): Promise<void> {
+function countEntries(fold: Fold, handOut: AllocationDistributedEvent['data']): void {
   if (handOut.rewardKind !== 'entries') return;
   const { rewardId, userId, amount, occurredAt } = handOut;
-  const day = localDate(occurredAt, await timeZoneOf(db, TIME_ZONES, handOut.organisationId));
-  const participant = db.selectFrom('analytics_giveaway_participants').where('reward_id', '=', rewardId).where('user_id', '=', userId);
-  const before = await participant.select(['first_entry_at', 'first_entry_day']).executeTakeFirst();
+  const day = localDateOf(occurredAt, fold.zones.of(handOut.organisationId));
+  const before = fold.participants.get({ reward_id: rewardId, user_id: userId });
   let newParticipants = 0;
   if (!before) {
-    await db
-      .insertInto('analytics_giveaway_participants')
-      .values({ reward_id: rewardId, user_id: userId, entries: amount, first_entry_at: occurredAt, first_entry_day: day })
-      .execute();
+    fold.participants.set({ reward_id: rewardId, user_id: userId, entries: amount, first_entry_at: occurredAt, first_entry_day: day, won: false });
     newParticipants = 1;
   } else {
     // A fact stamped earlier than the first entry seen so far (a late event) becomes the first entry.
-    const earlier = Date.parse(occurredAt) < new Date(before.first_entry_at as Date).getTime();
-    await db
-      .updateTable('analytics_giveaway_participants')
-      .set((eb) => ({ entries: eb('entries', '+', amount), ...(earlier ? { first_entry_at: occurredAt, first_entry_day: day } : {}) }))
-      .where('reward_id', '=', rewardId)
-      .where('user_id', '=', userId)
-      .execute();
+    const earlier = Date.parse(occurredAt) < new Date(before.first_entry_at).getTime();
+    fold.participants.set({ ...before, entries: before.entries + amount, ...(earlier ? { first_entry_at: occurredAt, first_entry_day: day } : {}) });
     if (earlier && before.first_entry_day !== day) {
-      await addTo(db, 'analytics_giveaway_days', { reward_id: rewardId, day: before.first_entry_day }, { new_participants: -1 });
+      fold.days.add({ reward_id: rewardId, day: before.first_entry_day }, { new_participants: -1 });
       newParticipants = 1;
     }
   }
-  await addTo(db, 'analytics_giveaway_days', { reward_id: rewardId, day }, { new_entries: amount, new_participants: newParticipants });
-  await addTo(db, 'analytics_giveaway_user_days', { reward_id: rewardId, day, user_id: userId }, { entries: amount });
-  await addTo(db, 'analytics_giveaway_source_days', { reward_id: rewardId, day, source: handOut.source.kind }, { entries: amount });
+  fold.days.add({ reward_id: rewardId, day }, { new_entries: amount, new_participants: newParticipants });
+  fold.userDays.add({ reward_id: rewardId, day, user_id: userId }, { entries: amount });
+  fold.sourceDays.add({ reward_id: rewardId, day, source: handOut.source.kind }, { entries: amount });
 }
 
-async function recordDraw(db: Kysely<any>, draw: GiveawayDrawnEvent['data']): Promise<void> {
-  const day = localDate(draw.drawnAt, await timeZoneOf(db, TIME_ZONES, draw.organisationId));
-  await db
-    .updateTable('analytics_giveaways')
-    .set({ status: 'drawn', drawn_at: draw.drawnAt, drawn_day: day, entrants: draw.entrants.length, winners: draw.winners.length })
-    .where('reward_id', '=', draw.rewardId)
-    .execute();
-  if (draw.winners.length > 0) {
-    await db
-      .updateTable('analytics_giveaway_participants')
-      .set({ won: true })
-      .where('reward_id', '=', draw.rewardId)
-      .where(
-        'user_id',
-        'in',
-        draw.winners.map((winner) => winner.userId),
-      )
-      .execute();
+function recordDraw(fold: Fold, draw: GiveawayDrawnEvent['data']): void {
+  const day = localDateOf(draw.drawnAt, fold.zones.of(draw.organisationId));
+  const giveaway = fold.giveaways.get({ reward_id: draw.rewardId });
+  if (giveaway) {
+    fold.giveaways.set({ ...giveaway, status: 'drawn', drawn_at: draw.drawnAt, drawn_day: day, entrants: draw.entrants.length, winners: draw.winners.length });
   }
+  // Only the participants there are: a winner without entries (none in practice) gets no row.
+  for (const { userId } of draw.winners) {
+    const participant = fold.participants.get({ reward_id: draw.rewardId, user_id: userId });
+    if (participant) fold.participants.set({ ...participant, won: true });
+  }
+  fold.drawings.set(JSON.stringify([draw.rewardId, day]), { reward_id: draw.rewardId, day });
+}
+
+/** The draws' days: `drawings` is 1 there (set, not added: a day with a draw counts it once); one upsert. */
+async function writeDrawings(db: Kysely<GiveawayAnalyticsTables>, drawings: { reward_id: string; day: string }[]): Promise<void> {
+  if (drawings.length === 0) return;
   await db
     .insertInto('analytics_giveaway_days')
-    .values({ reward_id: draw.rewardId, day, drawings: 1 })
+    .values(drawings.map((key) => ({ ...key, drawings: 1 })))
     .onConflict((oc) => oc.columns(['reward_id', 'day']).doUpdateSet({ drawings: 1 }))
     .execute();
 }

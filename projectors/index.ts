@@ -42,9 +42,9 @@ export const projections: readonly Consumer[] = [
   engagementSchedule,
   fromLegacy(leaderboardStandingsProjection),
   fromLegacy(userLedgersProjection),
-  fromLegacy(giveawayAnalyticsProjection),
-  fromLegacy(challengeStepAnalyticsProjection),
-  fromLegacy(rewardAssetsProjection),
-  fromLegacy(rewardEntriesProjection),
+  giveawayAnalyticsProjection,
+  challengeStepAnalyticsProjection,
+  rewardAssetsProjection,
+  rewardEntriesProjection,
   fromLegacy(achievementsProjection),
 ];

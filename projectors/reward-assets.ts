@@ -1,18 +1,82 @@
+import type { ColumnType } from 'kysely';
 import type { RewardAssetEvent } from '../domain/engagement-events.ts';
-import { assetFromGrant } from '../domain/reward-asset.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import type { DetailsBlock } from '../domain/localised-details.ts';
+import { assetFromGrant, type RedemptionInformation } from '../domain/reward-asset.ts';
+import type { Redeemable } from '../domain/reward.ts';
+import { defineProjection, type Recorded } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
+
+/** A JSON column: read back parsed, written as JSON text. */
+type Json<T> = ColumnType<T, string, string>;
+/** A timestamptz column: read back as a Date, written as an ISO string or a Date. */
+type Timestamp = ColumnType<Date, string | Date, string | Date>;
+type NullableTimestamp = ColumnType<Date | null, string | Date | null, string | Date | null>;
+
+export interface RewardAssetsTable {
+  id: string;
+  organisation_id: string;
+  community_id: string;
+  reward_id: string;
+  allocation_id: string | null;
+  user_id: string;
+  event_source_id: string;
+  details: Json<Record<string, DetailsBlock>>;
+  tags: Json<string[]>;
+  campaigns: Json<string[]>;
+  additional_community_ids: Json<string[]>;
+  metadata: Json<Record<string, unknown>>;
+  redeemable: Json<Redeemable>;
+  redemption_information: ColumnType<RedemptionInformation[] | null, string | null, string | null>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  claimed_at: NullableTimestamp;
+  redeemed_at: NullableTimestamp;
+  expires_at: NullableTimestamp;
+}
+
+export interface RewardAssetTables {
+  reward_assets: RewardAssetsTable;
+}
+
+/** A row as the batch holds it: JSON columns parsed, timestamps as loaded (Date) or as the event gave them (ISO string). */
+interface AssetRow {
+  id: string;
+  organisation_id: string;
+  community_id: string;
+  reward_id: string;
+  allocation_id: string | null;
+  user_id: string;
+  event_source_id: string;
+  details: Record<string, DetailsBlock>;
+  tags: string[];
+  campaigns: string[];
+  additional_community_ids: string[];
+  metadata: Record<string, unknown>;
+  redeemable: Redeemable;
+  redemption_information: RedemptionInformation[] | null;
+  created_at: Date | string;
+  updated_at: Date | string;
+  claimed_at: Date | string | null;
+  redeemed_at: Date | string | null;
+  expires_at: Date | string | null;
+}
 
 /**
  * Reward assets: one row per asset granted (`rewardasset-<assetId>`), every field of the contract's reward
  * asset, with `details` by language as the grant copied them from the reward and `redeemable.content` the
  * unit's code when the reward has codes. Claim and redemption move `claimed_at`, `redeemed_at` and
  * `updated_at`; what the user supplied when redeeming is kept in `redemption_information`.
+ *
+ * A batch loads the assets it names (one read), folds grants, claims and redemptions into them in log order
+ * and writes the changed rows back (one upsert). A second grant of an asset changes nothing; a claim or a
+ * redemption of an asset not granted (yet) changes nothing either, as the one-event updates did.
  */
-export const rewardAssetsProjection: Projection = {
+export const rewardAssetsProjection = defineProjection<RewardAssetTables, RewardAssetEvent>({
   name: 'reward_assets',
   version: 1,
   tables: ['reward_assets'],
-  filter: { categories: ['rewardasset'], eventTypes: ['RewardAssetGranted', 'RewardAssetClaimed', 'RewardAssetRedeemed'] },
+  // These events are only ever recorded on `rewardasset-<assetId>` streams (the old category filter).
+  canHandle: ['RewardAssetGranted', 'RewardAssetClaimed', 'RewardAssetRedeemed'],
   migrations: {
     '0001_reward_assets': {
       async up(db) {
@@ -50,45 +114,64 @@ export const rewardAssetsProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    const { type, data } = event as unknown as RewardAssetEvent;
-    switch (type) {
-      case 'RewardAssetGranted': {
-        const asset = assetFromGrant(data);
-        await db
-          .insertInto('reward_assets')
-          .values({
-            id: asset.id,
-            organisation_id: asset.organisationId,
-            community_id: asset.communityId,
-            reward_id: asset.rewardId,
-            allocation_id: asset.allocationId,
-            user_id: asset.userId,
-            event_source_id: asset.eventSourceId,
-            details: JSON.stringify(asset.details),
-            tags: JSON.stringify(asset.tags),
-            campaigns: JSON.stringify(asset.campaigns),
-            additional_community_ids: JSON.stringify(asset.additionalCommunityIds),
-            metadata: JSON.stringify(asset.metadata),
-            redeemable: JSON.stringify(asset.redeemable),
-            created_at: asset.createdAt,
-            updated_at: asset.updatedAt,
-            expires_at: asset.expiresAt,
-          })
-          .onConflict((oc) => oc.column('id').doNothing())
-          .execute();
-        return;
-      }
-      case 'RewardAssetClaimed':
-        await db.updateTable('reward_assets').set({ claimed_at: data.claimedAt, updated_at: data.claimedAt }).where('id', '=', data.assetId).execute();
-        return;
-      case 'RewardAssetRedeemed':
-        await db
-          .updateTable('reward_assets')
-          .set({ redeemed_at: data.redeemedAt, updated_at: data.redeemedAt, redemption_information: JSON.stringify(data.information) })
-          .where('id', '=', data.assetId)
-          .execute();
-        return;
-    }
+  async apply(db, events) {
+    const assets = new RowBatch<AssetRow>('reward_assets', ['id']);
+    await assets.load(
+      db,
+      events.map((event) => ({ id: event.data.assetId })),
+    );
+    for (const event of events) foldAsset(assets, event);
+    await assets.save(db, (row) => ({
+      ...row,
+      details: JSON.stringify(row.details),
+      tags: JSON.stringify(row.tags),
+      campaigns: JSON.stringify(row.campaigns),
+      additional_community_ids: JSON.stringify(row.additional_community_ids),
+      metadata: JSON.stringify(row.metadata),
+      redeemable: JSON.stringify(row.redeemable),
+      // SQL null, not the JSON value null.
+      redemption_information: row.redemption_information === null ? null : JSON.stringify(row.redemption_information),
+    }));
   },
-};
+});
+
+function foldAsset(assets: RowBatch<AssetRow>, event: Recorded<RewardAssetEvent>): void {
+  switch (event.type) {
+    case 'RewardAssetGranted': {
+      if (assets.get({ id: event.data.assetId })) return;
+      const asset = assetFromGrant(event.data);
+      assets.set({
+        id: asset.id,
+        organisation_id: asset.organisationId,
+        community_id: asset.communityId,
+        reward_id: asset.rewardId,
+        allocation_id: asset.allocationId,
+        user_id: asset.userId,
+        event_source_id: asset.eventSourceId,
+        details: asset.details,
+        tags: asset.tags,
+        campaigns: asset.campaigns,
+        additional_community_ids: asset.additionalCommunityIds,
+        metadata: asset.metadata,
+        redeemable: asset.redeemable,
+        redemption_information: null,
+        created_at: asset.createdAt,
+        updated_at: asset.updatedAt,
+        claimed_at: null,
+        redeemed_at: null,
+        expires_at: asset.expiresAt,
+      });
+      return;
+    }
+    case 'RewardAssetClaimed': {
+      const row = assets.get({ id: event.data.assetId });
+      if (row) assets.set({ ...row, claimed_at: event.data.claimedAt, updated_at: event.data.claimedAt });
+      return;
+    }
+    case 'RewardAssetRedeemed': {
+      const row = assets.get({ id: event.data.assetId });
+      if (row) assets.set({ ...row, redeemed_at: event.data.redeemedAt, updated_at: event.data.redeemedAt, redemption_information: event.data.information });
+      return;
+    }
+  }
+}

@@ -1,10 +1,10 @@
 import type { Request } from 'express';
-import type { Kysely, SelectQueryBuilder, Transaction } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
 import { DateTime } from 'luxon';
 import { LANGUAGE_PATTERN } from '../domain/localised-details.ts';
 import { localDate } from '../domain/windows.ts';
+import { withTableTypes } from '../infra/database.ts';
 import { badRequest } from '../infra/http/errors.ts';
-import type { OrganisationTables } from '../projectors/organisations.ts';
 
 /** What the analytics routes share: the organisation's settings, its local days, the wanted language. */
 
@@ -19,8 +19,24 @@ export interface Days {
   to: string | null;
 }
 
-export async function organisationSettings(db: Kysely<OrganisationTables>, organisationId: string): Promise<OrganisationSettings> {
-  const row = await db.selectFrom('organisations').select(['timezone', 'default_language']).where('id', '=', organisationId).executeTakeFirst();
+/**
+ * The columns of `organisations` the analytics routes read. The table belongs to the organisations read model
+ * (projectors/organisations.ts); only what is read here is declared.
+ */
+export interface OrganisationSettingsTables {
+  organisations: { id: string; timezone: string; default_language: string };
+}
+
+export async function organisationSettings<Tables extends OrganisationSettingsTables>(
+  db: Kysely<Tables>,
+  organisationId: string,
+): Promise<OrganisationSettings> {
+  // Any read side's tables that include these columns: typed here as just these.
+  const row = await withTableTypes<OrganisationSettingsTables>(db)
+    .selectFrom('organisations')
+    .select(['timezone', 'default_language'])
+    .where('id', '=', organisationId)
+    .executeTakeFirst();
   return { timeZone: row?.timezone ?? 'UTC', defaultLanguage: row?.default_language };
 }
 
@@ -54,7 +70,7 @@ export function wantedLanguage(req: Request): string | undefined {
 }
 
 /** Several reads that must agree with one another (a total and its breakdown): one snapshot, read only. */
-export function inOneSnapshot<DB, T>(db: Kysely<DB>, read: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+export function inOneSnapshot<Tables, T>(db: Kysely<Tables>, read: (trx: Transaction<Tables>) => Promise<T>): Promise<T> {
   return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(read);
 }
 
@@ -63,11 +79,14 @@ export function count(value: unknown): number {
   return value === null || value === undefined ? 0 : Number(value);
 }
 
-/** Rows of a per-day read model whose `day` is in the range. */
-export function withinDays<Query extends SelectQueryBuilder<any, any, any>>(query: Query, days: Days): Query {
+/** Rows of a per-day read model (a `day` column, `YYYY-MM-DD`) whose `day` is in the range. */
+export function withinDays<Table extends string, Tables extends Record<Table, { day: string }>, Row>(
+  query: SelectQueryBuilder<Tables, Table, Row>,
+  days: Days,
+): SelectQueryBuilder<Tables, Table, Row> {
   let within = query;
-  if (days.from !== null) within = within.where('day', '>=', days.from) as Query;
-  if (days.to !== null) within = within.where('day', '<=', days.to) as Query;
+  if (days.from !== null) within = within.where(sql<boolean>`${sql.ref('day')} >= ${days.from}`);
+  if (days.to !== null) within = within.where(sql<boolean>`${sql.ref('day')} <= ${days.to}`);
   return within;
 }
 

@@ -10,14 +10,34 @@ import { languageHeader } from '../infra/contract/localised-details.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
-import { STEP_ANALYTICS_PROJECTION } from '../projectors/challenge-step-analytics.ts';
-import { count, inOneSnapshot, localDays, organisationSettings, unbounded, wantedLanguage, withinDays, type Days } from './analytics-days.ts';
+import { STEP_ANALYTICS_PROJECTION, type StepAnalyticsTables } from '../projectors/challenge-step-analytics.ts';
+import {
+  count,
+  inOneSnapshot,
+  localDays,
+  organisationSettings,
+  unbounded,
+  wantedLanguage,
+  withinDays,
+  type Days,
+  type OrganisationSettingsTables,
+} from './analytics-days.ts';
 
 type Query = ReturnType<typeof actionStepsQuery.parse>;
 
+/**
+ * The columns of `challenges` read here. The table belongs to the challenges read model
+ * (projectors/challenges.ts); only what is read here is declared.
+ */
+interface ChallengeDocumentTables {
+  challenges: { id: string; organisation_id: string; document: ChallengeRecord };
+}
+
+type Tables = StepAnalyticsTables & ChallengeDocumentTables & OrganisationSettingsTables;
+
 export function challengeStepAnalyticsQueries(ctx: ServiceContext, analytics: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<Tables> = ctx.database.db;
 
   analytics.route(
     router,
@@ -47,7 +67,7 @@ export function challengeStepAnalyticsQueries(ctx: ServiceContext, analytics: Ap
   return router;
 }
 
-export async function actionSteps(db: Kysely<any>, organisationId: string, query: Query, language: string | undefined): Promise<ActionStep[]> {
+export async function actionSteps(db: Kysely<Tables>, organisationId: string, query: Query, language: string | undefined): Promise<ActionStep[]> {
   const settings = await organisationSettings(db, organisationId);
   const days = localDays(query, settings.timeZone);
   const { challenge, counts, started } = await inOneSnapshot(db, async (trx) => {
@@ -56,7 +76,7 @@ export async function actionSteps(db: Kysely<any>, organisationId: string, query
       stepCounts(trx, query.challengeId, days),
       startCounts(trx, query.challengeId, days),
     ]);
-    return { challenge: row?.document as ChallengeRecord | undefined, counts, started };
+    return { challenge: row?.document, counts, started };
   });
   if (!challenge) throw notFound('Challenge not found');
   const steps = challenge.actions.map((action) => counts.get(action.actionId) ?? NO_STEP_COUNTS);
@@ -81,7 +101,7 @@ export async function actionSteps(db: Kysely<any>, organisationId: string, query
 }
 
 /** Per action: the all-time counters, or the range's per-day rows summed (users distinct within the range). */
-async function stepCounts(trx: Transaction<any>, challengeId: string, days: Days): Promise<Map<string, StepCounts>> {
+async function stepCounts(trx: Transaction<Tables>, challengeId: string, days: Days): Promise<Map<string, StepCounts>> {
   const rows = unbounded(days)
     ? await trx
         .selectFrom('analytics_steps')
@@ -107,7 +127,7 @@ async function stepCounts(trx: Transaction<any>, challengeId: string, days: Days
         .execute();
   return new Map(
     rows.map((row) => [
-      row.action_id as string,
+      row.action_id,
       {
         attempts: count(row.attempts),
         criteriaMet: count(row.criteria_met),
@@ -120,7 +140,7 @@ async function stepCounts(trx: Transaction<any>, challengeId: string, days: Days
   );
 }
 
-async function startCounts(trx: Transaction<any>, challengeId: string, days: Days): Promise<StartCounts> {
+async function startCounts(trx: Transaction<Tables>, challengeId: string, days: Days): Promise<StartCounts> {
   const row = unbounded(days)
     ? await trx.selectFrom('analytics_challenge_starts').select(['starts', 'users_started']).where('challenge_id', '=', challengeId).executeTakeFirst()
     : await withinDays(

@@ -1,14 +1,14 @@
 import { Router } from 'express';
-import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
+import { sql, type AliasedSelectQueryBuilder, type Kysely, type Transaction } from 'kysely';
 import type { ServiceContext } from '../command-api/context.ts';
 import { fraction, ratio } from '../domain/analytics.ts';
-import { pickDetails, type LocalisedDetails } from '../domain/localised-details.ts';
+import { pickDetails } from '../domain/localised-details.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { RANGE_DESCRIPTION, giveawaysOverviewQuery, giveawaysOverviewSchema, type GiveawaysOverview } from '../infra/contract/analytics.ts';
 import { languageHeader } from '../infra/contract/localised-details.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
-import { GIVEAWAY_ANALYTICS_PROJECTION } from '../projectors/giveaway-analytics.ts';
+import { GIVEAWAY_ANALYTICS_PROJECTION, type GiveawayAnalyticsTables } from '../projectors/giveaway-analytics.ts';
 import {
   count,
   dayAfter,
@@ -21,13 +21,24 @@ import {
   withinDays,
   type Days,
   type OrganisationSettings,
+  type OrganisationSettingsTables,
 } from './analytics-days.ts';
 
 type Query = ReturnType<typeof giveawaysOverviewQuery.parse>;
 
+type Tables = GiveawayAnalyticsTables & OrganisationSettingsTables;
+
+/** A participant's entries into a selected giveaway (all time, or summed over the range's days). */
+interface UserEntries {
+  reward_id: string;
+  user_id: string;
+  /** An integer column, or a sum of one (as the driver returns it: a string). */
+  entries: number | string | bigint;
+}
+
 export function giveawayAnalyticsQueries(ctx: ServiceContext, analytics: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<Tables> = ctx.database.db;
 
   analytics.route(
     router,
@@ -56,7 +67,7 @@ export function giveawayAnalyticsQueries(ctx: ServiceContext, analytics: ApiDesc
   return router;
 }
 
-export async function giveawaysOverview(db: Kysely<any>, organisationId: string, query: Query, language: string | undefined): Promise<GiveawaysOverview> {
+export async function giveawaysOverview(db: Kysely<Tables>, organisationId: string, query: Query, language: string | undefined): Promise<GiveawaysOverview> {
   const settings = await organisationSettings(db, organisationId);
   const days = localDays(query, settings.timeZone);
   return inOneSnapshot(db, async (trx) => {
@@ -75,7 +86,7 @@ export async function giveawaysOverview(db: Kysely<any>, organisationId: string,
       trx
         .selectFrom(
           trx
-            .selectFrom(userEntries.as('u'))
+            .selectFrom(userEntries)
             .select((eb) => ['user_id', eb.fn.sum('entries').as('entries')])
             .groupBy('user_id')
             .as('per_user'),
@@ -95,7 +106,7 @@ export async function giveawaysOverview(db: Kysely<any>, organisationId: string,
       selected
         .leftJoin(
           trx
-            .selectFrom(userEntries.as('u'))
+            .selectFrom(userEntries)
             .select((eb) => ['reward_id', eb.fn.countAll().as('participants'), eb.fn.sum('entries').as('entries')])
             .groupBy('reward_id')
             .as('r'),
@@ -157,7 +168,7 @@ export async function giveawaysOverview(db: Kysely<any>, organisationId: string,
       timeseries: denseSeries(series),
       popularGiveaways: popular.map((row) => ({
         rewardId: row.reward_id,
-        title: pickDetails(row.details as LocalisedDetails, language, settings.defaultLanguage).title,
+        title: pickDetails(row.details, language, settings.defaultLanguage).title,
         drawDate: new Date(row.draws_at).toISOString(),
         participants: count(row.participants),
         totalEntries: count(row.entries),
@@ -171,30 +182,32 @@ export async function giveawaysOverview(db: Kysely<any>, organisationId: string,
  * participants' entries in the range: the per-user totals when the range is unbounded, else summed from the
  * per-day rows of the range's days.
  */
-function relations(trx: Transaction<any>, organisationId: string, status: Query['status'], days: Days, { timeZone }: OrganisationSettings) {
+function relations(trx: Transaction<Tables>, organisationId: string, status: Query['status'], days: Days, { timeZone }: OrganisationSettings) {
   let selected = trx.selectFrom('analytics_giveaways').where('organisation_id', '=', organisationId);
   if (status !== 'all') selected = selected.where('status', '=', status);
-  if (days.from !== null) selected = selected.where('draws_at', '>=', startOfDay(days.from, timeZone));
-  if (days.to !== null) selected = selected.where('draws_at', '<', startOfDay(dayAfter(days.to), timeZone));
+  if (days.from !== null) selected = selected.where('draws_at', '>=', new Date(startOfDay(days.from, timeZone)));
+  if (days.to !== null) selected = selected.where('draws_at', '<', new Date(startOfDay(dayAfter(days.to), timeZone)));
   const selectedIds = selected.select('reward_id');
-  const userEntries: SelectQueryBuilder<any, any, any> = unbounded(days)
-    ? trx.selectFrom('analytics_giveaway_participants').select(['reward_id', 'user_id', 'entries']).where('reward_id', 'in', selectedIds)
-    : withinDays(
-        trx
-          .selectFrom('analytics_giveaway_user_days')
-          .select((eb) => ['reward_id', 'user_id', eb.fn.sum('entries').as('entries')])
-          .where('reward_id', 'in', selectedIds),
-        days,
-      ).groupBy(['reward_id', 'user_id']);
+  const userEntries: AliasedSelectQueryBuilder<UserEntries, 'u'> = (
+    unbounded(days)
+      ? trx.selectFrom('analytics_giveaway_participants').select(['reward_id', 'user_id', 'entries']).where('reward_id', 'in', selectedIds)
+      : withinDays(
+          trx
+            .selectFrom('analytics_giveaway_user_days')
+            .select((eb) => ['reward_id', 'user_id', eb.fn.sum('entries').as('entries')])
+            .where('reward_id', 'in', selectedIds),
+          days,
+        ).groupBy(['reward_id', 'user_id'])
+  ).as('u');
   return { selected, userEntries };
 }
 
 /** Every day from the first to the last with activity, days without any as zeros. */
-function denseSeries(rows: Record<string, unknown>[]): GiveawaysOverview['timeseries'] {
-  const byDay = new Map(rows.map((row) => [row.day as string, row]));
+function denseSeries(rows: { day: string; entries: unknown; participants: unknown; drawings: unknown }[]): GiveawaysOverview['timeseries'] {
+  const byDay = new Map(rows.map((row) => [row.day, row]));
   const series: GiveawaysOverview['timeseries'] = [];
-  const first = rows[0]?.day as string | undefined;
-  const last = rows.at(-1)?.day as string | undefined;
+  const first = rows[0]?.day;
+  const last = rows.at(-1)?.day;
   for (let day = first; day !== undefined && last !== undefined && day <= last; day = dayAfter(day)) {
     const row = byDay.get(day);
     series.push({ date: day, newEntries: count(row?.entries), newParticipants: count(row?.participants), drawings: count(row?.drawings) });

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import { z } from 'zod';
 import type { ServiceContext } from '../command-api/context.ts';
 import { pickDetails, type LocalisedDetails } from '../domain/localised-details.ts';
@@ -13,16 +13,38 @@ import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts'
 import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
+import type { RewardAssetTables, RewardAssetsTable } from '../projectors/reward-assets.ts';
+import type { RewardEntriesTable, RewardEntryTables } from '../projectors/reward-entries.ts';
 
 export type RewardEntryView = z.infer<typeof rewardEntrySchema>;
 
 /** The read models a reward entry or asset is assembled from. */
 const READ_MODELS = ['reward_entries', 'reward_assets', 'rewards', 'organisations'] as const;
 
+/**
+ * The columns of `rewards` and `organisations` read here. These tables belong to the rewards and
+ * organisations read models (projectors/rewards.ts, projectors/organisations.ts); only what is read here is
+ * declared.
+ */
+interface RewardFactsTables {
+  rewards: {
+    id: string;
+    organisation_id: string;
+    details: LocalisedDetails;
+    tags: string[];
+    campaigns: string[];
+    additional_community_ids: string[];
+    draws_at: Date | null;
+  };
+  organisations: { id: string; default_language: string };
+}
+
+type Tables = RewardEntryTables & RewardAssetTables & RewardFactsTables;
+
 /** The signed-in user's giveaway entries and reward assets (integration family). */
 export function rewardEntryQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<Tables> = ctx.database.db;
   const signedIn = requireUser(userTokenKey(ctx.config));
   const fresh = readYourWrites(db, READ_MODELS, ctx.config.readYourWritesTimeoutMs);
 
@@ -50,11 +72,12 @@ export function rewardEntryQueries(ctx: ServiceContext, integration: ApiDescript
       const { userId } = signedInUserOf(res);
       const mine = db.selectFrom('reward_entries').where('organisation_id', '=', organisationId).where('user_id', '=', userId);
       const [{ rows, totalCount }, organisationDefault] = await Promise.all([newestFirst(mine, { limit, skip }), defaultLanguageOf(db, organisationId)]);
-      const rewardIds = [...new Set(rows.map((row) => row.reward_id as string))];
+      const entries: Selectable<RewardEntriesTable>[] = rows;
+      const rewardIds = [...new Set(entries.map((row) => row.reward_id))];
       const [rewards, assets] = await Promise.all([rewardsById(db, organisationId, rewardIds), assetsOf(db, organisationId, userId, rewardIds)]);
       const page: Page<RewardEntryView> = {
         totalCount,
-        edges: rows.map((row) => {
+        edges: entries.map((row) => {
           const reward = rewards.get(row.reward_id);
           const language = { wanted, organisationDefault, rewardLanguages: reward?.languages ?? [] };
           return {
@@ -105,7 +128,8 @@ export function rewardEntryQueries(ctx: ServiceContext, integration: ApiDescript
       const { userId } = signedInUserOf(res);
       const mine = db.selectFrom('reward_assets').where('organisation_id', '=', organisationId).where('user_id', '=', userId);
       const [{ rows, totalCount }, organisationDefault] = await Promise.all([newestFirst(mine, { limit, skip }), defaultLanguageOf(db, organisationId)]);
-      const assets = rows.map(rewardAssetOf);
+      const assetRows: Selectable<RewardAssetsTable>[] = rows;
+      const assets = assetRows.map(rewardAssetOf);
       const rewards = await rewardsById(db, organisationId, [...new Set(assets.map((asset) => asset.rewardId))]);
       const page: Page<RewardAssetView> = {
         totalCount,
@@ -118,9 +142,9 @@ export function rewardEntryQueries(ctx: ServiceContext, integration: ApiDescript
   return router;
 }
 
-export async function defaultLanguageOf(db: Kysely<any>, organisationId: string): Promise<string | undefined> {
+export async function defaultLanguageOf(db: Kysely<Tables>, organisationId: string): Promise<string | undefined> {
   const row = await db.selectFrom('organisations').select('default_language').where('id', '=', organisationId).executeTakeFirst();
-  return (row?.default_language as string | undefined) ?? undefined;
+  return row?.default_language;
 }
 
 interface RewardFacts {
@@ -134,7 +158,7 @@ interface RewardFacts {
 }
 
 /** What the records take from their rewards, for a whole page in one query. */
-export async function rewardsById(db: Kysely<any>, organisationId: string, rewardIds: string[]): Promise<Map<string, RewardFacts>> {
+export async function rewardsById(db: Kysely<Tables>, organisationId: string, rewardIds: string[]): Promise<Map<string, RewardFacts>> {
   if (rewardIds.length === 0) return new Map();
   const rows = await db
     .selectFrom('rewards')
@@ -144,12 +168,11 @@ export async function rewardsById(db: Kysely<any>, organisationId: string, rewar
     .execute();
   return new Map(
     rows.map((row) => {
-      const details = row.details as LocalisedDetails;
       return [
-        row.id as string,
+        row.id,
         {
-          details,
-          languages: details.map((block) => block.language),
+          details: row.details,
+          languages: row.details.map((block) => block.language),
           tags: row.tags,
           campaigns: row.campaigns,
           additionalCommunityIds: row.additional_community_ids,
@@ -161,7 +184,7 @@ export async function rewardsById(db: Kysely<any>, organisationId: string, rewar
 }
 
 /** The user's assets from these rewards, newest first: every nested `rewardAssets` of a page in one query. */
-async function assetsOf(db: Kysely<any>, organisationId: string, userId: string, rewardIds: string[]): Promise<RewardAsset[]> {
+async function assetsOf(db: Kysely<Tables>, organisationId: string, userId: string, rewardIds: string[]): Promise<RewardAsset[]> {
   if (rewardIds.length === 0) return [];
   const rows = await db
     .selectFrom('reward_assets')
@@ -175,7 +198,7 @@ async function assetsOf(db: Kysely<any>, organisationId: string, userId: string,
   return rows.map(rewardAssetOf);
 }
 
-export function rewardAssetOf(row: Record<string, any>): RewardAsset {
+export function rewardAssetOf(row: Selectable<RewardAssetsTable>): RewardAsset {
   return {
     id: row.id,
     organisationId: row.organisation_id,

@@ -4,7 +4,7 @@ import type { AllocationDistributedEvent, GiveawayDrawnEvent, RewardAssetGrant }
 import type { NewEvent, StreamAppend } from '../infra/event-store/port.ts';
 import { idFrom } from '../infra/ids.ts';
 import { assetIdOf } from '../process-managers/engagement-engine/index.ts';
-import type { Projection } from '../projectors/projection.ts';
+import type { BatchContext } from '../projectors/runtime/consumer.ts';
 import { rewardAssetsProjection } from '../projectors/reward-assets.ts';
 import { rewardEntriesProjection, rewardEntryId } from '../projectors/reward-entries.ts';
 import { asTenant, startTestService, type Tenant, type TestService } from './support/service.ts';
@@ -731,7 +731,7 @@ describe('reward entries and reward assets of the signed-in user', () => {
   it('a rebuild from the event log alone gives the same rows', async () => {
     await t.settle();
     const db = t.service.database.db;
-    for (const projection of [rewardEntriesProjection, rewardAssetsProjection] as Projection[]) {
+    for (const projection of [rewardEntriesProjection, rewardAssetsProjection]) {
       const schema = `rebuild_check_${projection.name}`;
       await db.schema.createSchema(schema).execute();
       const scoped = Object.fromEntries(
@@ -739,10 +739,14 @@ describe('reward entries and reward assets of the signed-in user', () => {
       );
       const { error } = await new Migrator({ db, provider: { getMigrations: async () => scoped }, migrationTableSchema: schema }).migrateToLatest();
       expect(error).toBeUndefined();
-      const context = { append: () => Promise.reject(new Error('a read model appends nothing')) };
+      const context: BatchContext = {
+        append: () => Promise.reject(new Error('a read model appends nothing')),
+        schedule: () => Promise.reject(new Error('a read model schedules nothing')),
+      };
       for (let after: string | null = null, isEnd = false; !isEnd;) {
-        const page = await t.service.store.readAll({ after, limit: 500, filter: projection.filter! });
-        for (const event of page.events) await projection.apply(db.withSchema(schema), event, context);
+        const page = await t.service.store.readAll({ after, limit: 500 });
+        const events = page.events.filter((event) => projection.canHandle.has(event.type));
+        if (events.length > 0) await projection.apply(db.withSchema(schema), events, context);
         ({ isEnd } = page);
         after = page.checkpoint ?? after;
       }

@@ -1,0 +1,62 @@
+import { IANAZone } from 'luxon';
+import { describe, expect, it } from 'vitest';
+import { localDate } from '../domain/windows.ts';
+import { localDateOf } from '../projectors/local-dates.ts';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** Deterministic pseudo-random numbers, so a failure names an instant that fails again. */
+function random(seed: number): () => number {
+  let state = seed;
+  return () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
+}
+
+/** The instants around each change of offset in `zone` during 2027, every 30 minutes from half a day before to half a day after. */
+function aroundTransitions(zone: string): number[] {
+  const offsets = IANAZone.create(zone);
+  const instants: number[] = [];
+  // A week at a time, then the week's days where the offset changed within it.
+  for (let week = Date.UTC(2027, 0, 1); week < Date.UTC(2028, 0, 1); week += 7 * DAY) {
+    if (offsets.offset(week) === offsets.offset(week + 7 * DAY)) continue;
+    for (let day = week; day < week + 7 * DAY; day += DAY) {
+      if (offsets.offset(day) === offsets.offset(day + DAY)) continue;
+      for (let at = day - DAY / 2; at < day + DAY + DAY / 2; at += 30 * 60_000) instants.push(at);
+    }
+  }
+  return instants;
+}
+
+describe('localDateOf', () => {
+  const zones = Intl.supportedValuesOf('timeZone');
+
+  it('gives the local date localDate gives, in every time zone, at random instants and across every change of offset', () => {
+    const next = random(7);
+    const mismatches: string[] = [];
+    for (const zone of zones) {
+      const random = Array.from({ length: 20 }, () => new Date(Date.UTC(2000, 0, 1) + Math.floor(next() * 40 * 365 * DAY)).toISOString());
+      const instants = [...aroundTransitions(zone).map((millis) => new Date(millis).toISOString()), ...random, ...random.map((iso) => `${iso.slice(0, 19)}Z`)];
+      for (const instant of instants) {
+        if (localDateOf(instant, zone) !== localDate(instant, zone)) mismatches.push(`${zone} ${instant}`);
+      }
+    }
+    expect(mismatches).toEqual([]);
+  });
+
+  it('answers like localDate for the names luxon reads specially and for instants that are not plain UTC', () => {
+    const instant = '2027-03-14T04:30:00.000Z';
+    for (const zone of ['UTC', 'utc', 'GMT', 'UTC+3', 'UTC-09:30', 'Etc/GMT+12', 'Asia/Kathmandu', 'Australia/Lord_Howe']) {
+      expect(localDateOf(instant, zone), zone).toBe(localDate(instant, zone));
+    }
+    for (const other of ['2027-03-14T04:30:00+05:00', '2027-03-14T23:30:00.123456Z', '2027-03-14']) {
+      expect(localDateOf(other, 'America/New_York'), other).toBe(localDate(other, 'America/New_York'));
+    }
+  });
+
+  it('refuses what localDate refuses, and reads what it reads (hour 24 is the next midnight)', () => {
+    expect(() => localDateOf('2027-02-30T00:00:00.000Z', 'UTC')).toThrow(RangeError);
+    expect(() => localDateOf('not a date', 'UTC')).toThrow(RangeError);
+    expect(() => localDateOf('2027-03-14T04:30:00.000Z', 'Fantasia/Castle')).toThrow(RangeError);
+    expect(localDateOf('2027-03-14T24:00:00.000Z', 'UTC')).toBe(localDate('2027-03-14T24:00:00.000Z', 'UTC'));
+  });
+});
