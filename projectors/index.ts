@@ -41,7 +41,7 @@ export const projections: readonly Consumer[] = [
   fromLegacy(engagementEngine, 'process-manager'),
   fromLegacy(engagementSchedule, 'process-manager'),
   fromLegacy(leaderboardStandingsProjection),
-  fromLegacy(userLedgersProjection),
+  userLedgersProjection,
   fromLegacy(giveawayAnalyticsProjection),
   fromLegacy(challengeStepAnalyticsProjection),
   fromLegacy(rewardAssetsProjection),
