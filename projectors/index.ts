@@ -40,7 +40,7 @@ export const projections: readonly Consumer[] = [
   fromLegacy(gamesProjection),
   fromLegacy(engagementEngine, 'process-manager'),
   fromLegacy(engagementSchedule, 'process-manager'),
-  fromLegacy(leaderboardStandingsProjection),
+  leaderboardStandingsProjection,
   userLedgersProjection,
   fromLegacy(giveawayAnalyticsProjection),
   fromLegacy(challengeStepAnalyticsProjection),
