@@ -46,5 +46,5 @@ export const projections: readonly Consumer[] = [
   fromLegacy(challengeStepAnalyticsProjection),
   fromLegacy(rewardAssetsProjection),
   fromLegacy(rewardEntriesProjection),
-  fromLegacy(achievementsProjection),
+  achievementsProjection,
 ];

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { Kysely, SelectQueryBuilder } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { ServiceContext } from '../command-api/context.ts';
 import { STREAK_MILESTONES } from '../domain/achievements.ts';
 import { zeroXp, type CommunityLedger } from '../domain/user.ts';
@@ -8,12 +8,12 @@ import { achievementSchema, achievementsQuery, type AchievementView } from '../i
 import { pageOf } from '../infra/contract/common.ts';
 import { userTokenHeader } from '../infra/contract/reward-assets.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
-import { newestFirstDeep } from '../infra/http/deep-pages.ts';
+import { newestFirstDeep, type DeepList } from '../infra/http/deep-pages.ts';
 import type { Page } from '../infra/http/pagination.ts';
 import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { ACHIEVEMENTS_PROJECTION } from '../projectors/achievements.ts';
+import { ACHIEVEMENTS_PROJECTION, type AchievementRow, type AchievementTables } from '../projectors/achievements.ts';
 import { iso } from './communities.ts';
 import { requireCommunity } from './events.ts';
 
@@ -49,7 +49,7 @@ export function achievementQueries(ctx: ServiceContext, integration: ApiDescript
       const { organisationId } = tenantOf(res);
       const { userId } = signedInUserOf(res);
       if (communityId !== undefined) await requireCommunity(db, organisationId, communityId);
-      const mine = (rows: SelectQueryBuilder<any, any, object>) => {
+      const mine: DeepList['filter'] = (rows) => {
         let matching = rows.where('organisation_id', '=', organisationId).where('user_id', '=', userId);
         if (type !== undefined) matching = matching.where('type', '=', type);
         if (communityId !== undefined) matching = matching.where('community_id', '=', communityId);
@@ -64,7 +64,13 @@ export function achievementQueries(ctx: ServiceContext, integration: ApiDescript
   return router;
 }
 
-function achievementOf(row: Record<string, any>): AchievementView {
+/** A column of the achievement's own type: filled whenever the row is of that type (the projection writes them together). */
+function present<T>(row: Selectable<AchievementRow>, value: T | null): T {
+  if (value === null) throw new Error(`achievement ${row.id} (${row.type}) lacks a column of its type`);
+  return value;
+}
+
+function achievementOf(row: Selectable<AchievementRow>): AchievementView {
   const earned = {
     id: row.id,
     organisationId: row.organisation_id,
@@ -74,25 +80,25 @@ function achievementOf(row: Record<string, any>): AchievementView {
   };
   switch (row.type) {
     case 'challenge-completed':
-      return { type: 'challenge-completed', ...earned, challengeId: row.challenge_id, run: row.run };
+      return { type: 'challenge-completed', ...earned, challengeId: present(row, row.challenge_id), run: present(row, row.run) };
     case 'streak-milestone':
-      return { type: 'streak-milestone', ...earned, streakDays: row.streak_days };
-    default:
+      return { type: 'streak-milestone', ...earned, streakDays: present(row, row.streak_days) };
+    case 'leaderboard-placing':
       return {
         type: 'leaderboard-placing',
         ...earned,
-        leaderboardId: row.leaderboard_id,
-        leaderboardName: row.leaderboard_name,
-        windowStart: iso(row.window_start),
-        windowEnd: iso(row.window_end),
-        rank: row.rank,
-        score: row.score,
+        leaderboardId: present(row, row.leaderboard_id),
+        leaderboardName: present(row, row.leaderboard_name),
+        windowStart: iso(present(row, row.window_start)),
+        windowEnd: iso(present(row, row.window_end)),
+        rank: present(row, row.rank),
+        score: present(row, row.score),
       };
   }
 }
 
 /** The users' numbers of achievements per community (user id → community id → count), in one query. */
-export async function achievementCountsOf(db: Kysely<any>, userIds: string[]): Promise<Map<string, Map<string, number>>> {
+export async function achievementCountsOf(db: Kysely<AchievementTables>, userIds: string[]): Promise<Map<string, Map<string, number>>> {
   const byUser = new Map<string, Map<string, number>>();
   if (userIds.length === 0) return byUser;
   const rows = await db.selectFrom('achievement_counts').select(['user_id', 'community_id', 'count']).where('user_id', 'in', userIds).execute();
