@@ -58,7 +58,9 @@ export const consoleOperations = {
       .refine((input) => input.all !== input.names.length > 0, 'name the projections to rebuild, or ask for all of them'),
     async run(ctx, input) {
       // `--all` rebuilds the read models; a process manager (no read model) is rebuilt only when named.
-      const chosen = input.all ? projections.filter((consumer) => consumer.kind === 'projection') : input.names.map((name) => projections.find((p) => p.name === name) ?? notFoundProjection(name));
+      const chosen = input.all
+        ? projections.filter((consumer) => consumer.kind === 'projection')
+        : input.names.map((name) => projections.find((p) => p.name === name) ?? notFoundProjection(name));
       const started = [];
       for (const projection of chosen) started.push(await requestRebuild(ctx.database.db, projection));
       return started;

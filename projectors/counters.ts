@@ -46,22 +46,3 @@ export class CounterBatch<Key extends string, Amount extends string> {
     }
   }
 }
-
-// TEMPORARY, for the projections not yet converted to batches (removed with projectors/legacy.ts).
-export async function addTo(
-  db: UntypedDb,
-  table: string,
-  key: Record<string, unknown>,
-  amounts: Record<string, number>,
-  fixed: Record<string, unknown> = {},
-): Promise<void> {
-  await db
-    .insertInto(table)
-    .values({ ...key, ...fixed, ...amounts })
-    .onConflict((oc) =>
-      oc
-        .columns(Object.keys(key))
-        .doUpdateSet(Object.fromEntries(Object.keys(amounts).map((column) => [column, sql`${sql.id(table, column)} + excluded.${sql.id(column)}`]))),
-    )
-    .execute();
-}

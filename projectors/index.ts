@@ -10,7 +10,6 @@ import { organisationsProjection } from './organisations.ts';
 import { rewardAllocationsProjection } from './reward-allocations.ts';
 import { rewardsProjection } from './rewards.ts';
 import type { Consumer } from './runtime/consumer.ts';
-import { fromLegacy } from './legacy.ts';
 import { usersProjection } from './users.ts';
 import { variableConfigsProjection } from './variable-configs.ts';
 import { engagementEngine } from '../process-managers/engagement-engine/index.ts';
@@ -40,11 +39,11 @@ export const projections: readonly Consumer[] = [
   gamesProjection,
   engagementEngine,
   engagementSchedule,
-  fromLegacy(leaderboardStandingsProjection),
-  fromLegacy(userLedgersProjection),
+  leaderboardStandingsProjection,
+  userLedgersProjection,
   giveawayAnalyticsProjection,
   challengeStepAnalyticsProjection,
   rewardAssetsProjection,
   rewardEntriesProjection,
-  fromLegacy(achievementsProjection),
+  achievementsProjection,
 ];

@@ -1,42 +1,124 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type ColumnType, type Kysely, type Selectable } from 'kysely';
+import { DateTime } from 'luxon';
 import type { EngagementEvent, LeaderboardWindowEvent } from '../domain/engagement-events.ts';
-import type { Condition, LeaderboardEvent, MetricType } from '../domain/leaderboard.ts';
+import type { Condition, LeaderboardEvent, LeaderboardStatus, MetricType, Period } from '../domain/leaderboard.ts';
 import type { UserEvent } from '../domain/user.ts';
-import { isoWeekOf, leaderboardWindowAt, localDate, type WindowedLeaderboard } from '../domain/windows.ts';
-import { forgetInBatch, perBatch } from './batch-cache.ts';
-import { createTimeZoneTable, recordTimeZone, timeZoneOf } from './organisation-time-zones.ts';
-import type { LegacyProjection as Projection } from './legacy.ts';
+import { isoWeekOf, leaderboardWindowAt, localDate, type Window } from '../domain/windows.ts';
+import { BatchTimeZones, createTimeZoneTable, TIME_ZONE_EVENTS, type TimeZoneEvent, type TimeZoneRow } from './organisation-time-zones.ts';
+import { defineProjection, type Recorded } from './projection.ts';
+import { RowBatch } from './row-batch.ts';
+import { unnestRows } from './unnest.ts';
 
 export const STANDINGS_PROJECTION = 'leaderboard_standings';
 
-interface StandingsLeaderboard extends WindowedLeaderboard {
+/** A timestamptz: read back as a Date, written as an ISO string (or a Date). */
+type Timestamp = ColumnType<Date, string | Date, string | Date>;
+
+/** A leaderboard as the standings count by it (`starts_at`, `expires_at`: the ISO strings of its events). */
+export interface StandingsLeaderboardRow {
   id: string;
+  organisation_id: string;
   metric_type: MetricType;
-  status: string;
-  conditions: Condition[];
+  period: Period;
+  starts_at: string;
+  expires_at: string | null;
+  status: LeaderboardStatus;
+  conditions: ColumnType<Condition[], string, string>;
 }
 
-/** Which metrics a fact moves, and how: by an amount, or by one when its mark (a day, a week, a challenge) is new. */
-function contributions(event: EngagementEvent, timeZone: string): { metric: MetricType; amount: number; mark?: string }[] {
+/**
+ * The tables of the standings read model. Readers see `leaderboard_scores`, `leaderboard_frozen_standings`
+ * and `leaderboard_closed_windows`; the rest is the projection's own copy of what it counts by.
+ */
+export interface LeaderboardStandingsTables {
+  standings_organisations: TimeZoneRow;
+  standings_leaderboards: StandingsLeaderboardRow;
+  standings_user_variables: { user_id: string; variables: ColumnType<Record<string, unknown>, string, string> };
+  /** One score per (leaderboard, window, user) with the time it was last raised (the tie-break). */
+  leaderboard_scores: { leaderboard_id: string; window_start: Timestamp; user_id: string; score: number; reached_at: Timestamp };
+  /** The days, weeks and challenges a distinct metric already counted. */
+  leaderboard_marks: { leaderboard_id: string; window_start: Timestamp; user_id: string; mark: string };
+  leaderboard_frozen_standings: {
+    leaderboard_id: string;
+    window_start: Timestamp;
+    rank: number;
+    user_id: string;
+    score: number;
+    reached_at: Timestamp;
+    closed_at: Timestamp;
+  };
+  leaderboard_closed_windows: { leaderboard_id: string; window_start: Timestamp; window_end: Timestamp; closed_at: Timestamp };
+}
+
+type Db = Kysely<LeaderboardStandingsTables>;
+
+const FACT_TYPES = ['XpEarned', 'ActionCompleted', 'ChallengeStarted', 'ChallengeCompleted'] as const;
+type CountedFact = Extract<EngagementEvent, { type: (typeof FACT_TYPES)[number] }>;
+
+type StandingsEvent =
+  | TimeZoneEvent
+  | Extract<LeaderboardEvent, { type: 'LeaderboardCreated' | 'LeaderboardUpdated' | 'LeaderboardStatusChanged' }>
+  | Extract<UserEvent, { type: 'UserVariablesSet' }>
+  | CountedFact
+  | LeaderboardWindowEvent;
+
+type Leaderboard = Selectable<StandingsLeaderboardRow>;
+
+/** Statuses whose leaderboards count facts: a draft counts nothing until it is published; an archived one stops. */
+const COUNTING: readonly LeaderboardStatus[] = ['scheduled', 'live', 'expired'];
+
+/** The metrics a fact can move. */
+function metricsOf(event: CountedFact): readonly MetricType[] {
   switch (event.type) {
     case 'XpEarned':
       // Leaderboard pay-outs never count, or a leaderboard would feed itself (DESIGN §6).
-      return event.data.source.kind === 'leaderboard' ? [] : [{ metric: 'total-xp', amount: event.data.amount }];
+      return event.data.source.kind === 'leaderboard' ? [] : ['total-xp'];
     case 'ActionCompleted':
-      return [
-        { metric: 'total-actions-completed', amount: 1 },
-        { metric: 'qualifying-active-days', amount: 1, mark: localDate(event.data.occurredAt, timeZone) },
-        { metric: 'consistent-weeks', amount: 1, mark: isoWeekOf(event.data.occurredAt, timeZone) },
-      ];
+      return ['total-actions-completed', 'qualifying-active-days', 'consistent-weeks'];
     case 'ChallengeStarted':
-      return [{ metric: 'total-challenges-started', amount: 1 }];
+      return ['total-challenges-started'];
     case 'ChallengeCompleted':
-      return [
-        { metric: 'total-challenges-completed', amount: 1 },
-        { metric: 'unique-challenges-completed', amount: 1, mark: event.data.challengeId },
-      ];
+      return ['total-challenges-completed', 'unique-challenges-completed'];
+  }
+}
+
+/**
+ * How a fact moves one of its metrics: by an amount, or by one when its mark (a local day, a local week, a
+ * challenge) is new. Local days and weeks are read once per instant and time zone (a custom event's facts
+ * share their instant), and only for a leaderboard that counts them.
+ */
+function contribution(event: CountedFact, metric: MetricType, timeZone: string, calendar: Calendar): { amount: number; mark?: string } {
+  // `metricsOf` names each metric for its facts only: XP for `XpEarned`, unique challenges for completions.
+  switch (metric) {
+    case 'total-xp':
+      return { amount: event.type === 'XpEarned' ? event.data.amount : 0 };
+    case 'qualifying-active-days':
+      return { amount: 1, mark: calendar.dayOf(event.data.occurredAt, timeZone) };
+    case 'consistent-weeks':
+      return { amount: 1, mark: calendar.weekOf(event.data.occurredAt, timeZone) };
+    case 'unique-challenges-completed':
+      return { amount: 1, mark: event.type === 'ChallengeCompleted' ? event.data.challengeId : '' };
     default:
-      return [];
+      return { amount: 1 };
+  }
+}
+
+class Calendar {
+  private readonly days = new Map<string, string>();
+  private readonly weeks = new Map<string, string>();
+
+  dayOf(instant: string, timeZone: string): string {
+    const key = `${timeZone} ${instant}`;
+    let day = this.days.get(key);
+    if (day === undefined) this.days.set(key, (day = localDate(instant, timeZone)));
+    return day;
+  }
+
+  weekOf(instant: string, timeZone: string): string {
+    const key = `${timeZone} ${instant}`;
+    let week = this.weeks.get(key);
+    if (week === undefined) this.weeks.set(key, (week = isoWeekOf(instant, timeZone)));
+    return week;
   }
 }
 
@@ -47,6 +129,12 @@ function qualifies(conditions: Condition[], communityId: string, variables: Reco
   );
 }
 
+const hasVariableCondition = (conditions: readonly Condition[]) => conditions.some((condition) => condition.type === 'variable-config');
+
+function isFact(event: Recorded<StandingsEvent>): event is Recorded<CountedFact> {
+  return (FACT_TYPES as readonly string[]).includes(event.type);
+}
+
 /**
  * Live leaderboard standings (DESIGN §6): one score per (leaderboard, window, user) with the time it was
  * reached, moved by the engine's facts as they are projected, for leaderboards that are scheduled, live or
@@ -54,26 +142,25 @@ function qualifies(conditions: Condition[], communityId: string, variables: Reco
  * organisation's timezone at the time of the fact. Distinct metrics keep their marks, so a day, week or
  * challenge counts once. Ranks are computed when read (the index orders them); a closed window's frozen
  * standings (`LeaderboardWindowClosed`) are kept beside them.
+ *
+ * A batch reads the time zones, leaderboards and (where a condition needs them) user variables it needs
+ * once, follows their changes in memory in log order while it turns each fact into moves, then writes: the
+ * marks (one insert, which says which are new), the scores (one upsert that adds), the frozen windows, and
+ * its changes to its own copies.
  */
-export const leaderboardStandingsProjection: Projection = {
+export const leaderboardStandingsProjection = defineProjection<LeaderboardStandingsTables, StandingsEvent>({
   name: STANDINGS_PROJECTION,
   version: 1,
   tables: ['leaderboard_scores', 'leaderboard_frozen_standings', 'leaderboard_closed_windows'],
-  filter: {
-    eventTypes: [
-      'OrganisationCreated',
-      'OrganisationSettingsChanged',
-      'LeaderboardCreated',
-      'LeaderboardUpdated',
-      'LeaderboardStatusChanged',
-      'UserVariablesSet',
-      'XpEarned',
-      'ActionCompleted',
-      'ChallengeStarted',
-      'ChallengeCompleted',
-      'LeaderboardWindowClosed',
-    ],
-  },
+  canHandle: [
+    ...TIME_ZONE_EVENTS,
+    'LeaderboardCreated',
+    'LeaderboardUpdated',
+    'LeaderboardStatusChanged',
+    'UserVariablesSet',
+    ...FACT_TYPES,
+    'LeaderboardWindowClosed',
+  ],
   migrations: {
     '0001_standings': {
       async up(db) {
@@ -146,79 +233,119 @@ export const leaderboardStandingsProjection: Projection = {
     },
   },
 
-  async apply(db, event) {
-    switch (event.type) {
-      case 'OrganisationCreated':
-      case 'OrganisationSettingsChanged':
-        return recordTimeZone(db, 'standings_organisations', event);
-      case 'LeaderboardCreated':
-      case 'LeaderboardUpdated':
-      case 'LeaderboardStatusChanged':
-        return foldLeaderboard(db, event as unknown as LeaderboardEvent);
-      case 'UserVariablesSet': {
-        const { userId, values } = (event as unknown as Extract<UserEvent, { type: 'UserVariablesSet' }>).data;
-        await db
-          .insertInto('standings_user_variables')
-          .values({ user_id: userId, variables: JSON.stringify(values) })
-          .onConflict((oc) => oc.column('user_id').doUpdateSet({ variables: JSON.stringify(values) }))
-          .execute();
-        return;
-      }
-      case 'LeaderboardWindowClosed': {
-        const closed = (event as unknown as LeaderboardWindowEvent).data;
-        await db
-          .insertInto('leaderboard_closed_windows')
-          .values({ leaderboard_id: closed.leaderboardId, window_start: closed.windowStart, window_end: closed.windowEnd, closed_at: closed.closedAt })
-          .onConflict((oc) => oc.doNothing())
-          .execute();
-        if (closed.standings.length === 0) return;
-        await db
-          .insertInto('leaderboard_frozen_standings')
-          .values(
-            closed.standings.map((standing) => ({
-              leaderboard_id: closed.leaderboardId,
-              window_start: closed.windowStart,
-              rank: standing.rank,
-              user_id: standing.userId,
-              score: standing.score,
-              reached_at: standing.reachedAt,
-              closed_at: closed.closedAt,
-            })),
-          )
-          .onConflict((oc) => oc.columns(['leaderboard_id', 'window_start', 'rank']).doNothing())
-          .execute();
-        return;
-      }
-      default:
-        return countFact(db, event as unknown as EngagementEvent);
-    }
-  },
-};
+  async apply(db, events) {
+    const factOrganisations = new Set(events.filter(isFact).map((event) => event.data.organisationId));
+    const timeZones = await BatchTimeZones.load(db, 'standings_organisations', factOrganisations);
+    const leaderboards = await BatchLeaderboards.load(db, events, factOrganisations);
+    const variables = await loadVariables(db, events, leaderboards);
+    const calendar = new Calendar();
+    const moves: Move[] = [];
+    const closed: LeaderboardWindowEvent['data'][] = [];
 
-/** The organisation's leaderboards that count facts (scheduled, live or expired), read once per batch. */
-function countingLeaderboards(db: Kysely<any>, organisationId: string) {
-  return perBatch(
-    db,
-    `leaderboards:${organisationId}`,
-    async () =>
-      (await db
-        .selectFrom('standings_leaderboards')
-        .selectAll()
-        .where('organisation_id', '=', organisationId)
-        .where('status', 'in', ['scheduled', 'live', 'expired'])
-        .execute()) as (StandingsLeaderboard & { starts_at: string; expires_at: string | null })[],
-  );
+    for (const event of events) {
+      switch (event.type) {
+        case 'OrganisationCreated':
+        case 'OrganisationSettingsChanged':
+          timeZones.record(event);
+          break;
+        case 'LeaderboardCreated':
+        case 'LeaderboardUpdated':
+        case 'LeaderboardStatusChanged':
+          leaderboards.fold(event);
+          break;
+        case 'UserVariablesSet':
+          variables.set({ user_id: event.data.userId, variables: event.data.values });
+          break;
+        case 'LeaderboardWindowClosed':
+          closed.push(event.data);
+          break;
+        default:
+          moves.push(...movesOf(event, timeZones.of(event.data.organisationId), leaderboards, variables, calendar));
+      }
+    }
+
+    await countMoves(db, moves);
+    await freeze(db, closed);
+    await timeZones.save();
+    await leaderboards.save(db);
+    await variables.save(db, (row) => ({ ...row, variables: JSON.stringify(row.variables) }));
+  },
+});
+
+/** What one fact adds to one user's score in one leaderboard window; with a mark, only if the mark is new. */
+interface Move {
+  leaderboard_id: string;
+  window_start: string;
+  user_id: string;
+  amount: number;
+  reached_at: string;
+  mark?: string;
 }
 
-async function foldLeaderboard(db: Kysely<any>, event: LeaderboardEvent): Promise<void> {
-  const { leaderboardId, organisationId } = event.data;
-  forgetInBatch(db, `leaderboards:${organisationId}`);
-  switch (event.type) {
-    case 'LeaderboardCreated': {
-      const data = event.data;
-      await db
-        .insertInto('standings_leaderboards')
-        .values({
+/** A leaderboard's span in one time zone (epoch milliseconds) and the windows met in it. */
+interface KnownWindows {
+  startsAt: number;
+  expiresAt: number;
+  windows: { start: number; end: number; window: Window }[];
+}
+
+/** An ISO instant with its offset, as `Date.parse` and the calendar read it alike. */
+const WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$/;
+
+type UserVariables = { user_id: string; variables: Record<string, unknown> };
+
+/**
+ * The leaderboards the batch needs: those of the organisations whose facts it counts (whatever their status,
+ * which may change within the batch) and those its leaderboard events name, read in one query and folded in
+ * memory in log order.
+ */
+class BatchLeaderboards {
+  private readonly byId = new Map<string, Leaderboard>();
+  private readonly byOrganisation = new Map<string, Map<string, Leaderboard>>();
+  private readonly changed = new Set<string>();
+  /** Per leaderboard version and time zone, what `windowAt` found. */
+  private readonly windows = new Map<Leaderboard, Map<string, KnownWindows>>();
+
+  static async load(db: Db, events: readonly Recorded<StandingsEvent>[], organisationIds: Set<string>): Promise<BatchLeaderboards> {
+    const ids = new Set<string>();
+    for (const event of events) {
+      if (event.type === 'LeaderboardCreated' || event.type === 'LeaderboardUpdated' || event.type === 'LeaderboardStatusChanged')
+        ids.add(event.data.leaderboardId);
+    }
+    const batch = new BatchLeaderboards();
+    if (ids.size === 0 && organisationIds.size === 0) return batch;
+    const rows = await db
+      .selectFrom('standings_leaderboards')
+      .selectAll()
+      .where((eb) =>
+        eb.or([...(organisationIds.size > 0 ? [eb('organisation_id', 'in', [...organisationIds])] : []), ...(ids.size > 0 ? [eb('id', 'in', [...ids])] : [])]),
+      )
+      .execute();
+    for (const row of rows) batch.hold(row);
+    return batch;
+  }
+
+  private hold(leaderboard: Leaderboard): void {
+    this.byId.set(leaderboard.id, leaderboard);
+    let ofOrganisation = this.byOrganisation.get(leaderboard.organisation_id);
+    if (!ofOrganisation) this.byOrganisation.set(leaderboard.organisation_id, (ofOrganisation = new Map()));
+    ofOrganisation.set(leaderboard.id, leaderboard);
+  }
+
+  /** A changed leaderboard is a new object, so windows computed for the old one are not reused. */
+  private replace(leaderboard: Leaderboard): void {
+    this.hold(leaderboard);
+    this.changed.add(leaderboard.id);
+  }
+
+  fold(event: Recorded<Extract<StandingsEvent, { type: 'LeaderboardCreated' | 'LeaderboardUpdated' | 'LeaderboardStatusChanged' }>>): void {
+    const { leaderboardId } = event.data;
+    const known = this.byId.get(leaderboardId);
+    switch (event.type) {
+      case 'LeaderboardCreated': {
+        if (known) return;
+        const data = event.data;
+        this.replace({
           id: leaderboardId,
           organisation_id: data.organisationId,
           metric_type: data.metricType,
@@ -226,75 +353,269 @@ async function foldLeaderboard(db: Kysely<any>, event: LeaderboardEvent): Promis
           starts_at: data.startsAt,
           expires_at: data.expiresAt,
           status: data.status,
-          conditions: JSON.stringify(data.conditions),
-        })
-        .onConflict((oc) => oc.column('id').doNothing())
-        .execute();
-      return;
-    }
-    case 'LeaderboardUpdated': {
-      const { expiresAt, conditions } = event.data.changes;
-      if (expiresAt === undefined && conditions === undefined) return;
-      await db
-        .updateTable('standings_leaderboards')
-        .set({
+          conditions: data.conditions,
+        });
+        return;
+      }
+      case 'LeaderboardUpdated': {
+        const { expiresAt, conditions } = event.data.changes;
+        if (!known || (expiresAt === undefined && conditions === undefined)) return;
+        this.replace({
+          ...known,
           ...(expiresAt !== undefined ? { expires_at: expiresAt } : {}),
-          ...(conditions !== undefined ? { conditions: JSON.stringify(conditions) } : {}),
-        })
-        .where('id', '=', leaderboardId)
-        .execute();
-      return;
+          ...(conditions !== undefined ? { conditions } : {}),
+        });
+        return;
+      }
+      case 'LeaderboardStatusChanged':
+        if (known) this.replace({ ...known, status: event.data.to });
+        return;
     }
-    case 'LeaderboardStatusChanged':
-      await db.updateTable('standings_leaderboards').set({ status: event.data.to }).where('id', '=', leaderboardId).execute();
-      return;
+  }
+
+  /** The organisation's leaderboards counting one of these metrics now. */
+  counting(organisationId: string, metrics: readonly MetricType[]): Leaderboard[] {
+    const all = this.byOrganisation.get(organisationId);
+    if (!all) return [];
+    return [...all.values()].filter((leaderboard) => COUNTING.includes(leaderboard.status) && metrics.includes(leaderboard.metric_type));
+  }
+
+  /** Whether any of the organisation's leaderboards, as loaded or as the batch defines them, has a variable condition. */
+  everNeedsVariables(organisationId: string, events: readonly Recorded<StandingsEvent>[]): boolean {
+    for (const leaderboard of this.byOrganisation.get(organisationId)?.values() ?? []) if (hasVariableCondition(leaderboard.conditions)) return true;
+    return events.some(
+      (event) =>
+        (event.type === 'LeaderboardCreated' && event.data.organisationId === organisationId && hasVariableCondition(event.data.conditions)) ||
+        (event.type === 'LeaderboardUpdated' && event.data.organisationId === organisationId && hasVariableCondition(event.data.changes.conditions ?? [])),
+    );
+  }
+
+  /**
+   * `leaderboardWindowAt`, reusing what the batch already found: a leaderboard's span and the windows met so
+   * far, per time zone. An instant inside a window found before is in that window (windows partition the
+   * span), and one outside the span is in none. Only an instant written with its offset reads the same in
+   * every zone (then `Date.parse` is the instant); any other is left to the calendar.
+   */
+  windowAt(leaderboard: Leaderboard, timeZone: string, instant: string): Window | null {
+    const windowed = { period: leaderboard.period, startsAt: leaderboard.starts_at, expiresAt: leaderboard.expires_at };
+    if (!WITH_OFFSET.test(instant)) return leaderboardWindowAt(windowed, timeZone, instant);
+    let zones = this.windows.get(leaderboard);
+    if (!zones) this.windows.set(leaderboard, (zones = new Map()));
+    let known = zones.get(timeZone);
+    if (!known) {
+      const startsAt = DateTime.fromISO(leaderboard.starts_at, { zone: timeZone }).toMillis();
+      const expiresAt = leaderboard.expires_at === null ? Infinity : DateTime.fromISO(leaderboard.expires_at, { zone: timeZone }).toMillis();
+      zones.set(timeZone, (known = { startsAt, expiresAt, windows: [] }));
+    }
+    const at = Date.parse(instant);
+    // NaN bounds (an unreadable date) compare false: the calendar then says what is wrong.
+    if (at < known.startsAt || at >= known.expiresAt) return null;
+    for (let index = known.windows.length - 1; index >= 0; index--) {
+      const met = known.windows[index]!;
+      if (met.start <= at && at < met.end) return met.window;
+    }
+    const window = leaderboardWindowAt(windowed, timeZone, instant);
+    if (window) known.windows.push({ start: Date.parse(window.start), end: window.end === null ? Infinity : Date.parse(window.end), window });
+    return window;
+  }
+
+  /** The batch's changes: one multi-row upsert. */
+  async save(db: Db): Promise<void> {
+    if (this.changed.size === 0) return;
+    const rows = [...this.changed].map((id) => {
+      const leaderboard = this.byId.get(id)!;
+      return { ...leaderboard, conditions: JSON.stringify(leaderboard.conditions) };
+    });
+    await db
+      .insertInto('standings_leaderboards')
+      .values(rows)
+      .onConflict((oc) =>
+        oc.column('id').doUpdateSet((eb) => ({
+          expires_at: eb.ref('excluded.expires_at'),
+          status: eb.ref('excluded.status'),
+          conditions: eb.ref('excluded.conditions'),
+        })),
+      )
+      .execute();
+    this.changed.clear();
   }
 }
 
-async function countFact(db: Kysely<any>, event: EngagementEvent): Promise<void> {
-  const { organisationId, communityId, userId, occurredAt } = event.data;
-  const timeZone = await timeZoneOf(db, 'standings_organisations', organisationId);
-  const moves = contributions(event, timeZone);
-  if (moves.length === 0) return;
-  const metrics = new Set(moves.map((move) => move.metric));
-  const leaderboards = (await countingLeaderboards(db, organisationId)).filter((leaderboard) => metrics.has(leaderboard.metric_type));
-  if (leaderboards.length === 0) return;
-  const needsVariables = leaderboards.some((leaderboard) => leaderboard.conditions.some((condition) => condition.type === 'variable-config'));
-  const variables = needsVariables
-    ? (((await db.selectFrom('standings_user_variables').select('variables').where('user_id', '=', userId).executeTakeFirst())?.variables ?? {}) as Record<
-        string,
-        unknown
-      >)
-    : {};
+/**
+ * The variables of the users whose facts the batch counts in an organisation with a variable condition
+ * (one query), and the batch's own `UserVariablesSet` (which replace them).
+ */
+async function loadVariables(db: Db, events: readonly Recorded<StandingsEvent>[], leaderboards: BatchLeaderboards): Promise<RowBatch<UserVariables>> {
+  const variables = new RowBatch<UserVariables>('standings_user_variables', ['user_id']);
+  const needed = new Map<string, boolean>();
+  const users = new Set<string>();
+  for (const event of events) {
+    if (!isFact(event)) continue;
+    const { organisationId, userId } = event.data;
+    if (!needed.has(organisationId)) needed.set(organisationId, leaderboards.everNeedsVariables(organisationId, events));
+    if (needed.get(organisationId)) users.add(userId);
+  }
+  await variables.load(
+    db,
+    [...users].map((user_id) => ({ user_id })),
+  );
+  return variables;
+}
 
-  for (const leaderboard of leaderboards) {
-    if (!qualifies(leaderboard.conditions, communityId, variables)) continue;
-    const window = leaderboardWindowAt(
-      { period: leaderboard.period, startsAt: leaderboard.starts_at, expiresAt: leaderboard.expires_at },
-      timeZone,
-      occurredAt,
-    );
+function movesOf(
+  event: Recorded<CountedFact>,
+  timeZone: string,
+  leaderboards: BatchLeaderboards,
+  variables: RowBatch<UserVariables>,
+  calendar: Calendar,
+): Move[] {
+  const { organisationId, communityId, userId, occurredAt } = event.data;
+  const metrics = metricsOf(event);
+  if (metrics.length === 0) return [];
+  const counting = leaderboards.counting(organisationId, metrics);
+  if (counting.length === 0) return [];
+  const needsVariables = counting.some((leaderboard) => hasVariableCondition(leaderboard.conditions));
+  const userVariables = needsVariables ? (variables.get({ user_id: userId })?.variables ?? {}) : {};
+  const moves: Move[] = [];
+  for (const leaderboard of counting) {
+    if (!qualifies(leaderboard.conditions, communityId, userVariables)) continue;
+    const window = leaderboards.windowAt(leaderboard, timeZone, occurredAt);
     if (!window) continue;
-    for (const move of moves.filter((candidate) => candidate.metric === leaderboard.metric_type)) {
-      if (move.mark !== undefined) {
-        const marked = await db
-          .insertInto('leaderboard_marks')
-          .values({ leaderboard_id: leaderboard.id, window_start: window.start, user_id: userId, mark: move.mark })
-          .onConflict((oc) => oc.doNothing())
-          .returning('mark')
-          .executeTakeFirst();
-        if (!marked) continue;
-      }
-      await db
-        .insertInto('leaderboard_scores')
-        .values({ leaderboard_id: leaderboard.id, window_start: window.start, user_id: userId, score: move.amount, reached_at: occurredAt })
-        .onConflict((oc) =>
-          oc.columns(['leaderboard_id', 'window_start', 'user_id']).doUpdateSet({
-            score: sql`leaderboard_scores.score + excluded.score`,
-            reached_at: sql`greatest(leaderboard_scores.reached_at, excluded.reached_at)`,
-          }),
-        )
-        .execute();
+    const { amount, mark } = contribution(event, leaderboard.metric_type, timeZone, calendar);
+    moves.push({
+      leaderboard_id: leaderboard.id,
+      window_start: window.start,
+      user_id: userId,
+      amount,
+      reached_at: occurredAt,
+      ...(mark !== undefined ? { mark } : {}),
+    });
+  }
+  return moves;
+}
+
+/**
+ * Writes the batch's moves: its marks in one insert that returns those that were new, then one upsert of
+ * each touched score: the sum of its counted moves added, and the latest time it was raised. A move with a
+ * mark counts when the mark is new, the first time in the batch.
+ */
+async function countMoves(db: Db, moves: readonly Move[]): Promise<void> {
+  if (moves.length === 0) return;
+  const keyOf = (leaderboardId: string, windowStart: string, userId: string) => `${leaderboardId} ${windowStart} ${userId}`;
+  const marks = new Map<string, { leaderboard_id: string; window_start: string; user_id: string; mark: string }>();
+  for (const move of moves) {
+    if (move.mark === undefined) continue;
+    const key = `${keyOf(move.leaderboard_id, move.window_start, move.user_id)} ${move.mark}`;
+    if (!marks.has(key)) marks.set(key, { leaderboard_id: move.leaderboard_id, window_start: move.window_start, user_id: move.user_id, mark: move.mark });
+  }
+  const newMarks = new Set<string>();
+  if (marks.size > 0) {
+    const rows = unnestRows([...marks.values()], { leaderboard_id: 'text', window_start: 'timestamptz', user_id: 'text', mark: 'text' });
+    const inserted = await db
+      .insertInto('leaderboard_marks')
+      .columns(rows.columns)
+      .expression(rows.select)
+      .onConflict((oc) => oc.doNothing())
+      .returning(['leaderboard_id', 'window_start', 'user_id', 'mark'])
+      .execute();
+    for (const row of inserted) newMarks.add(`${keyOf(row.leaderboard_id, row.window_start.toISOString(), row.user_id)} ${row.mark}`);
+  }
+
+  const scores = new Map<string, { leaderboard_id: string; window_start: string; user_id: string; score: number; reached_at: string }>();
+  for (const move of moves) {
+    const key = keyOf(move.leaderboard_id, move.window_start, move.user_id);
+    if (move.mark !== undefined) {
+      const mark = `${key} ${move.mark}`;
+      if (!newMarks.has(mark)) continue;
+      newMarks.delete(mark);
+    }
+    const score = scores.get(key);
+    if (!score) {
+      scores.set(key, {
+        leaderboard_id: move.leaderboard_id,
+        window_start: move.window_start,
+        user_id: move.user_id,
+        score: move.amount,
+        reached_at: move.reached_at,
+      });
+    } else {
+      score.score += move.amount;
+      if (Date.parse(move.reached_at) > Date.parse(score.reached_at)) score.reached_at = move.reached_at;
     }
   }
+  if (scores.size === 0) return;
+  const rows = unnestRows([...scores.values()], {
+    leaderboard_id: 'text',
+    window_start: 'timestamptz',
+    user_id: 'text',
+    score: 'double precision',
+    reached_at: 'timestamptz',
+  });
+  await db
+    .insertInto('leaderboard_scores')
+    .columns(rows.columns)
+    .expression(rows.select)
+    .onConflict((oc) =>
+      oc.columns(['leaderboard_id', 'window_start', 'user_id']).doUpdateSet({
+        score: sql`leaderboard_scores.score + excluded.score`,
+        reached_at: sql`greatest(leaderboard_scores.reached_at, excluded.reached_at)`,
+      }),
+    )
+    .execute();
+}
+
+/** Closed windows and their frozen standings, as first recorded (one insert each, a window closed again changes nothing). */
+async function freeze(db: Db, closed: readonly LeaderboardWindowEvent['data'][]): Promise<void> {
+  if (closed.length === 0) return;
+  const windows = new Map<string, { leaderboard_id: string; window_start: string; window_end: string; closed_at: string }>();
+  const standings = new Map<
+    string,
+    { leaderboard_id: string; window_start: string; rank: number; user_id: string; score: number; reached_at: string; closed_at: string }
+  >();
+  for (const window of closed) {
+    const key = `${window.leaderboardId} ${Date.parse(window.windowStart)}`;
+    if (!windows.has(key))
+      windows.set(key, { leaderboard_id: window.leaderboardId, window_start: window.windowStart, window_end: window.windowEnd, closed_at: window.closedAt });
+    for (const standing of window.standings) {
+      const rank = `${key} ${standing.rank}`;
+      if (standings.has(rank)) continue;
+      standings.set(rank, {
+        leaderboard_id: window.leaderboardId,
+        window_start: window.windowStart,
+        rank: standing.rank,
+        user_id: standing.userId,
+        score: standing.score,
+        reached_at: standing.reachedAt,
+        closed_at: window.closedAt,
+      });
+    }
+  }
+  const windowRows = unnestRows([...windows.values()], {
+    leaderboard_id: 'text',
+    window_start: 'timestamptz',
+    window_end: 'timestamptz',
+    closed_at: 'timestamptz',
+  });
+  await db
+    .insertInto('leaderboard_closed_windows')
+    .columns(windowRows.columns)
+    .expression(windowRows.select)
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  if (standings.size === 0) return;
+  const standingRows = unnestRows([...standings.values()], {
+    leaderboard_id: 'text',
+    window_start: 'timestamptz',
+    rank: 'integer',
+    user_id: 'text',
+    score: 'double precision',
+    reached_at: 'timestamptz',
+    closed_at: 'timestamptz',
+  });
+  await db
+    .insertInto('leaderboard_frozen_standings')
+    .columns(standingRows.columns)
+    .expression(standingRows.select)
+    .onConflict((oc) => oc.columns(['leaderboard_id', 'window_start', 'rank']).doNothing())
+    .execute();
 }

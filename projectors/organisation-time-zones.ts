@@ -2,7 +2,6 @@ import type { Kysely } from 'kysely';
 import type { OrganisationEvent } from '../domain/organisation.ts';
 import { withTableTypes, type UntypedDb } from '../infra/database.ts';
 import type { Recorded } from './runtime/consumer.ts';
-import { forgetInBatch, perBatch } from './batch-cache.ts';
 
 /**
  * The organisations' time zones, as a read model or process manager that needs them keeps its own copy (a
@@ -71,22 +70,4 @@ export class BatchTimeZones {
       .execute();
     this.changed.clear();
   }
-}
-
-// TEMPORARY, for the projections not yet converted to batches (removed with projectors/legacy.ts).
-export async function recordTimeZone(db: UntypedDb, table: string, event: { data: unknown }): Promise<void> {
-  const { organisationId, timezone } = (event as Recorded<TimeZoneEvent>).data;
-  await db
-    .insertInto(table)
-    .values({ id: organisationId, time_zone: timezone })
-    .onConflict((oc) => oc.column('id').doUpdateSet({ time_zone: timezone }))
-    .execute();
-  forgetInBatch(db, `${table}:${organisationId}`);
-}
-
-export function timeZoneOf(db: UntypedDb, table: string, organisationId: string): Promise<string> {
-  return perBatch(db, `${table}:${organisationId}`, async () => {
-    const row = await db.selectFrom(table).select('time_zone').where('id', '=', organisationId).executeTakeFirst();
-    return (row?.time_zone as string | undefined) ?? 'UTC';
-  });
 }

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import type { Kysely, SelectQueryBuilder } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { ServiceContext } from '../command-api/context.ts';
 import { STREAK_MILESTONES } from '../domain/achievements.ts';
 import { zeroXp, type CommunityLedger } from '../domain/user.ts';
@@ -8,19 +8,21 @@ import { achievementSchema, achievementsQuery, type AchievementView } from '../i
 import { pageOf } from '../infra/contract/common.ts';
 import { userTokenHeader } from '../infra/contract/reward-assets.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
-import { newestFirstDeep } from '../infra/http/deep-pages.ts';
+import { newestFirstDeep, type DeepList } from '../infra/http/deep-pages.ts';
 import type { Page } from '../infra/http/pagination.ts';
 import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { ACHIEVEMENTS_PROJECTION } from '../projectors/achievements.ts';
+import { ACHIEVEMENTS_PROJECTION, type AchievementRow, type AchievementTables } from '../projectors/achievements.ts';
+import type { CommunityTables } from '../projectors/communities.ts';
 import { iso } from './communities.ts';
 import { requireCommunity } from './events.ts';
 
 /** `GET /integration/achievements`: what the signed-in user earned. */
 export function achievementQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: Kysely<AchievementTables> = ctx.database.db;
+  const communities: Kysely<CommunityTables> = ctx.database.db;
   const signedIn = requireUser(userTokenKey(ctx.config));
   const fresh = readYourWrites(db, [ACHIEVEMENTS_PROJECTION, 'communities'], ctx.config.readYourWritesTimeoutMs);
 
@@ -48,8 +50,8 @@ export function achievementQueries(ctx: ServiceContext, integration: ApiDescript
       const { limit, skip, type, communityId } = parse(achievementsQuery, req.query);
       const { organisationId } = tenantOf(res);
       const { userId } = signedInUserOf(res);
-      if (communityId !== undefined) await requireCommunity(db, organisationId, communityId);
-      const mine = (rows: SelectQueryBuilder<any, any, object>) => {
+      if (communityId !== undefined) await requireCommunity(communities, organisationId, communityId);
+      const mine: DeepList<AchievementTables, 'achievements'>['filter'] = (rows) => {
         let matching = rows.where('organisation_id', '=', organisationId).where('user_id', '=', userId);
         if (type !== undefined) matching = matching.where('type', '=', type);
         if (communityId !== undefined) matching = matching.where('community_id', '=', communityId);
@@ -64,7 +66,13 @@ export function achievementQueries(ctx: ServiceContext, integration: ApiDescript
   return router;
 }
 
-function achievementOf(row: Record<string, any>): AchievementView {
+/** A column of the achievement's own type: filled whenever the row is of that type (the projection writes them together). */
+function present<T>(row: Selectable<AchievementRow>, value: T | null): T {
+  if (value === null) throw new Error(`achievement ${row.id} (${row.type}) lacks a column of its type`);
+  return value;
+}
+
+function achievementOf(row: Selectable<AchievementRow>): AchievementView {
   const earned = {
     id: row.id,
     organisationId: row.organisation_id,
@@ -74,25 +82,25 @@ function achievementOf(row: Record<string, any>): AchievementView {
   };
   switch (row.type) {
     case 'challenge-completed':
-      return { type: 'challenge-completed', ...earned, challengeId: row.challenge_id, run: row.run };
+      return { type: 'challenge-completed', ...earned, challengeId: present(row, row.challenge_id), run: present(row, row.run) };
     case 'streak-milestone':
-      return { type: 'streak-milestone', ...earned, streakDays: row.streak_days };
-    default:
+      return { type: 'streak-milestone', ...earned, streakDays: present(row, row.streak_days) };
+    case 'leaderboard-placing':
       return {
         type: 'leaderboard-placing',
         ...earned,
-        leaderboardId: row.leaderboard_id,
-        leaderboardName: row.leaderboard_name,
-        windowStart: iso(row.window_start),
-        windowEnd: iso(row.window_end),
-        rank: row.rank,
-        score: row.score,
+        leaderboardId: present(row, row.leaderboard_id),
+        leaderboardName: present(row, row.leaderboard_name),
+        windowStart: iso(present(row, row.window_start)),
+        windowEnd: iso(present(row, row.window_end)),
+        rank: present(row, row.rank),
+        score: present(row, row.score),
       };
   }
 }
 
 /** The users' numbers of achievements per community (user id → community id → count), in one query. */
-export async function achievementCountsOf(db: Kysely<any>, userIds: string[]): Promise<Map<string, Map<string, number>>> {
+export async function achievementCountsOf(db: Kysely<AchievementTables>, userIds: string[]): Promise<Map<string, Map<string, number>>> {
   const byUser = new Map<string, Map<string, number>>();
   if (userIds.length === 0) return byUser;
   const rows = await db.selectFrom('achievement_counts').select(['user_id', 'community_id', 'count']).where('user_id', 'in', userIds).execute();

@@ -10,6 +10,7 @@ import type { Logger } from '../infra/logging.ts';
 import type { Metrics } from '../infra/metrics.ts';
 import { liveLag } from '../projectors/maintenance.ts';
 import { projectionStatus } from '../projectors/runtime/index.ts';
+import type { UntypedDb } from '../infra/database.ts';
 
 /**
  * `/healthz`: the process answers. `/readyz`: every backing store answers too, and no live projection is
@@ -60,7 +61,7 @@ export function operationsApp(ctx: ServiceContext, redis: Redis | null, metrics:
   return app;
 }
 
-async function projectionsWithinLag(db: Kysely<any>, store: EventStore, maxSeconds: number): Promise<void> {
+async function projectionsWithinLag(db: UntypedDb, store: EventStore, maxSeconds: number): Promise<void> {
   const late = (await liveLag(db, store)).filter((row) => row.secondsBehind > maxSeconds);
   if (late.length > 0) {
     throw new Error(`behind by more than ${maxSeconds}s: ${late.map((row) => `${row.name} (${Math.round(row.secondsBehind)}s)`).join(', ')}`);
@@ -68,7 +69,7 @@ async function projectionsWithinLag(db: Kysely<any>, store: EventStore, maxSecon
 }
 
 /** Reads the projection and job gauges from the database; a source that fails leaves its gauges empty. */
-async function collectGauges(metrics: Metrics, db: Kysely<any>, store: EventStore, now: Date, logger?: Logger): Promise<void> {
+async function collectGauges(metrics: Metrics, db: UntypedDb, store: EventStore, now: Date, logger?: Logger): Promise<void> {
   await Promise.all([
     projectionStatus(db, store).then(
       (rows) => {
@@ -106,12 +107,17 @@ async function collectGauges(metrics: Metrics, db: Kysely<any>, store: EventStor
   ]);
 }
 
-async function oldestDueSeconds(db: Kysely<any>, now: Date): Promise<number> {
+/** The columns of the jobs' durable record (infra/jobs.ts) read here. */
+interface DueWorkTables {
+  scheduled_jobs: { status: string; due_at: Date };
+}
+
+async function oldestDueSeconds(db: Kysely<DueWorkTables>, now: Date): Promise<number> {
   const row = await db
     .selectFrom('scheduled_jobs')
     .select((eb) => eb.fn.min('due_at').as('due_at'))
     .where('status', '=', 'pending')
-    .where('due_at', '<=', now.toISOString() as any)
+    .where('due_at', '<=', now)
     .executeTakeFirst();
-  return row?.due_at ? Math.max(0, (now.getTime() - new Date(row.due_at as string).getTime()) / 1000) : 0;
+  return row?.due_at ? Math.max(0, (now.getTime() - new Date(row.due_at).getTime()) / 1000) : 0;
 }

@@ -12,23 +12,33 @@ import { badRequest, notFound } from '../infra/http/errors.ts';
 import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { STANDINGS_PROJECTION } from '../projectors/leaderboard-standings.ts';
+import { STANDINGS_PROJECTION, type LeaderboardStandingsTables } from '../projectors/leaderboard-standings.ts';
 
-type Row = { user_id: string; score: number; reached_at: Date };
+/**
+ * The columns read here of tables other read models own (`leaderboards`, `organisations`, `users`: the
+ * leaderboards, organisations and users projections), declared locally until those are typed.
+ */
+interface ReadTables {
+  leaderboards: { id: string; organisation_id: string; metric_type: string; period: Period; starts_at: Date; expires_at: Date | null };
+  organisations: { id: string; timezone: string };
+  users: { id: string; organisation_id: string; username: string | null; display_name: string | null; profile_picture_url: string | null };
+}
+
+type StandingsDb = Kysely<LeaderboardStandingsTables & ReadTables>;
 
 /** Every ranked user of a live window, rank 1 first (what a window close freezes). */
-export async function rankedStandings(db: Kysely<any>, leaderboardId: string, windowStart: string): Promise<FrozenStanding[]> {
-  const rows = (await liveRanking(db, leaderboardId, windowStart).execute()) as Row[];
+export async function rankedStandings(db: StandingsDb, leaderboardId: string, windowStart: string): Promise<FrozenStanding[]> {
+  const rows = await liveRanking(db, leaderboardId, windowStart).execute();
   return rows.map((row, index) => ({ rank: index + 1, userId: row.user_id, score: row.score, reachedAt: row.reached_at.toISOString() }));
 }
 
 /** The ranking order of DESIGN §6: score, then who got there first, then user id; zero scores are not ranked. */
-function liveRanking(db: Kysely<any>, leaderboardId: string, windowStart: string) {
+function liveRanking(db: StandingsDb, leaderboardId: string, windowStart: string) {
   return db
     .selectFrom('leaderboard_scores')
     .select(['user_id', 'score', 'reached_at'])
     .where('leaderboard_id', '=', leaderboardId)
-    .where('window_start', '=', windowStart as any)
+    .where('window_start', '=', new Date(windowStart))
     .where('score', '>', 0)
     .orderBy('score', 'desc')
     .orderBy('reached_at')
@@ -59,7 +69,7 @@ function resolveWindow(leaderboard: WindowedLeaderboard, timeZone: string, wante
 
 export function standingsQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db = ctx.database.db;
+  const db: StandingsDb = ctx.database.db;
   const fresh = readYourWrites(db, [STANDINGS_PROJECTION], ctx.config.readYourWritesTimeoutMs);
   const signedIn = requireUser(userTokenKey(ctx.config));
 
@@ -96,18 +106,18 @@ export function standingsQueries(ctx: ServiceContext, integration: ApiDescriptio
         .executeTakeFirst();
       if (!row) throw notFound('Leaderboard not found');
       const leaderboard: WindowedLeaderboard = {
-        period: row.period as Period,
-        startsAt: new Date(row.starts_at).toISOString(),
-        expiresAt: row.expires_at ? new Date(row.expires_at).toISOString() : null,
+        period: row.period,
+        startsAt: row.starts_at.toISOString(),
+        expiresAt: row.expires_at ? row.expires_at.toISOString() : null,
       };
       const now = ctx.clock.now();
-      const window = resolveWindow(leaderboard, row.timezone as string, wanted, now);
+      const window = resolveWindow(leaderboard, row.timezone, wanted, now);
       if (!window) throw notFound(`The leaderboard has no ${wanted === 'previous' ? 'previous window' : `window at ${wanted}`}`);
       const closed = await db
         .selectFrom('leaderboard_closed_windows')
         .select('closed_at')
         .where('leaderboard_id', '=', leaderboardId)
-        .where('window_start', '=', window.start as any)
+        .where('window_start', '=', new Date(window.start))
         .executeTakeFirst();
       const userId = res.locals.user ? signedInUserOf(res).userId : null;
       const { totalCount, edges, me } = closed
@@ -122,8 +132,8 @@ export function standingsQueries(ctx: ServiceContext, integration: ApiDescriptio
             : 'open';
       const body: Standings = {
         leaderboardId,
-        metricType: row.metric_type as string,
-        period: row.period as string,
+        metricType: row.metric_type,
+        period: row.period,
         window: { start: window.start, end: window.end, status },
         ...(await withProfiles(db, organisationId, edges, me)),
         totalCount,
@@ -149,30 +159,30 @@ interface RankedPage {
 }
 
 async function livePage(
-  db: Kysely<any>,
+  db: StandingsDb,
   leaderboardId: string,
   windowStart: string,
   page: { limit: number; skip: number },
   userId: string | null,
 ): Promise<RankedPage> {
   const [rows, count, mine] = await Promise.all([
-    liveRanking(db, leaderboardId, windowStart).limit(page.limit).offset(page.skip).execute() as Promise<Row[]>,
+    liveRanking(db, leaderboardId, windowStart).limit(page.limit).offset(page.skip).execute(),
     db
       .selectFrom('leaderboard_scores')
       .select((eb) => eb.fn.countAll<string>().as('count'))
       .where('leaderboard_id', '=', leaderboardId)
-      .where('window_start', '=', windowStart as any)
+      .where('window_start', '=', new Date(windowStart))
       .where('score', '>', 0)
       .executeTakeFirstOrThrow(),
     userId
-      ? (db
+      ? db
           .selectFrom('leaderboard_scores')
           .select(['user_id', 'score', 'reached_at'])
           .where('leaderboard_id', '=', leaderboardId)
-          .where('window_start', '=', windowStart as any)
+          .where('window_start', '=', new Date(windowStart))
           .where('user_id', '=', userId)
           .where('score', '>', 0)
-          .executeTakeFirst() as Promise<Row | undefined>)
+          .executeTakeFirst()
       : Promise.resolve(undefined),
   ]);
   let me: Ranked | null = null;
@@ -182,7 +192,7 @@ async function livePage(
       .selectFrom('leaderboard_scores')
       .select((eb) => eb.fn.countAll<string>().as('count'))
       .where('leaderboard_id', '=', leaderboardId)
-      .where('window_start', '=', windowStart as any)
+      .where('window_start', '=', new Date(windowStart))
       .where(
         sql<boolean>`(score > ${mine.score} or (score = ${mine.score} and (reached_at, user_id) < (${mine.reached_at.toISOString()}::timestamptz, ${mine.user_id})))`,
       )
@@ -197,16 +207,13 @@ async function livePage(
 }
 
 async function frozenPage(
-  db: Kysely<any>,
+  db: StandingsDb,
   leaderboardId: string,
   windowStart: string,
   page: { limit: number; skip: number },
   userId: string | null,
 ): Promise<RankedPage> {
-  const frozen = db
-    .selectFrom('leaderboard_frozen_standings')
-    .where('leaderboard_id', '=', leaderboardId)
-    .where('window_start', '=', windowStart as any);
+  const frozen = db.selectFrom('leaderboard_frozen_standings').where('leaderboard_id', '=', leaderboardId).where('window_start', '=', new Date(windowStart));
   const [rows, count, mine] = await Promise.all([
     frozen.select(['rank', 'user_id', 'score', 'reached_at']).orderBy('rank').limit(page.limit).offset(page.skip).execute(),
     frozen.select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow(),
@@ -216,13 +223,13 @@ async function frozenPage(
     rank: row.rank,
     userId: row.user_id,
     score: row.score,
-    reachedAt: new Date(row.reached_at).toISOString(),
+    reachedAt: row.reached_at.toISOString(),
   });
   return { totalCount: Number(count.count), edges: rows.map(ranked), me: mine ? ranked(mine) : null };
 }
 
 /** Names and pictures for the page (and `me`) in one query. */
-async function withProfiles(db: Kysely<any>, organisationId: string, edges: Ranked[], me: Ranked | null) {
+async function withProfiles(db: StandingsDb, organisationId: string, edges: Ranked[], me: Ranked | null) {
   const ids = [...new Set([...edges, ...(me ? [me] : [])].map((standing) => standing.userId))];
   const profiles =
     ids.length === 0
@@ -233,14 +240,14 @@ async function withProfiles(db: Kysely<any>, organisationId: string, edges: Rank
           .where('organisation_id', '=', organisationId)
           .where('id', 'in', ids)
           .execute();
-  const byId = new Map(profiles.map((profile) => [profile.id as string, profile]));
+  const byId = new Map(profiles.map((profile) => [profile.id, profile]));
   const withProfile = (standing: Ranked) => {
     const profile = byId.get(standing.userId);
     return {
       ...standing,
-      username: (profile?.username as string | null | undefined) ?? null,
-      displayName: (profile?.display_name as string | null | undefined) ?? null,
-      profilePictureUrl: (profile?.profile_picture_url as string | null | undefined) ?? null,
+      username: profile?.username ?? null,
+      displayName: profile?.display_name ?? null,
+      profilePictureUrl: profile?.profile_picture_url ?? null,
     };
   };
   return { edges: edges.map(withProfile), me: me ? withProfile(me) : null };

@@ -9,34 +9,16 @@ import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { newestFirst, type Page, type Pagination } from '../infra/http/pagination.ts';
 import { parse, readYourWrites } from '../infra/http/request-context.ts';
-import type { NullableTimestamp } from '../projectors/columns.ts';
 import type { UserRow, UserTables } from '../projectors/users.ts';
+import type { AchievementTables } from '../projectors/achievements.ts';
+import type { UserLedgerTables } from '../projectors/user-ledgers.ts';
+import { withTableTypes } from '../infra/database.ts';
 import { iso } from './communities.ts';
 import { achievementCountsOf, addAchievementOnlyLedgers } from './achievements.ts';
 import { minPositionHeader } from '../infra/http/request-context.ts';
 
-/**
- * The columns of `user_ledgers` (projectors/user-ledgers.ts) a team member record reads. Declared here until
- * that read model declares its own tables; then import them from there instead.
- */
-interface UserLedgerRow {
-  user_id: string;
-  community_id: string;
-  points: number;
-  xp_knowledge: number;
-  xp_creativity: number;
-  xp_loyalty: number;
-  xp_influence: number;
-  xp_participation: number;
-  xp_contribution: number;
-  challenges_completed: number;
-  current_streak: number;
-  longest_streak: number;
-  last_extended_at: NullableTimestamp;
-}
-
 /** What a team member record is read from: the user and its ledgers. */
-export type TeamMemberTables = UserTables & { user_ledgers: UserLedgerRow };
+export type TeamMemberTables = UserTables & UserLedgerTables;
 
 export function userQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -139,7 +121,8 @@ async function ledgersOf(db: Kysely<TeamMemberTables>, userIds: string[]): Promi
       .where('user_id', 'in', userIds)
       .orderBy('community_id')
       .execute(),
-    achievementCountsOf(db, userIds),
+    // The counts are the achievements read model's table: the same connection, typed for it.
+    achievementCountsOf(withTableTypes<AchievementTables>(db), userIds),
   ]);
   for (const row of rows) {
     const xp = {

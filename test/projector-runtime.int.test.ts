@@ -97,7 +97,15 @@ describe('projector runtime', () => {
     expect(await retryParked(db, store, [tallyProjection], parked!.id)).toMatchObject({ outcome: 'failed', error: expect.stringMatching(/cannot apply/) });
     expect(await listParked(db)).toMatchObject([{ id: parked!.id, attempts: 4 }]);
     // Fixed (a new release of the handler): applied to the live generation, gone from the list.
-    const fixed: Projection = { ...tallyProjection, apply: (scoped, events, context) => tallyProjection.apply(scoped, events.map((event) => ({ ...event, type: 'Counted' })), context) };
+    const fixed: Projection = {
+      ...tallyProjection,
+      apply: (scoped, events, context) =>
+        tallyProjection.apply(
+          scoped,
+          events.map((event) => ({ ...event, type: 'Counted' })),
+          context,
+        ),
+    };
     expect(await retryParked(db, store, [fixed], parked!.id)).toMatchObject({ outcome: 'applied', name: 'tally', generation: 1 });
     expect(await listParked(db)).toEqual([]);
     expect((await tallyRows(test)).filter((row) => row.event_id === parked!.eventId)).toMatchObject([{ applied: 1 }]);
