@@ -3,29 +3,33 @@
  * run, raw PostgreSQL doing the same durable work (one transaction per append, one JSONB row with an
  * id and stream revision, unique keys). Reports throughput, latency percentiles and ratios.
  *
- *   npm run bench                      # local PostgreSQL at 127.0.0.1:5432 (a scratch database)
- *   BENCH_DATABASE_URL=postgres://... npm run bench
- *   BENCH_APPENDS=5000 BENCH_CONCURRENCY=16 BENCH_ENGINE_EVENTS=5000 npm run bench
+ *   npx tsx bench/event-store.ts
+ *   BENCH_APPENDS=5000 BENCH_CONCURRENCY=16 BENCH_ENGINE_EVENTS=5000 npx tsx bench/event-store.ts
  *
  * The engine part logs custom events that each complete a one-action challenge (six facts each) and times
  * the engine's catch-up against raw PostgreSQL writing the same rows in the same batches.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import cliProgress from 'cli-progress';
 import pg from 'pg';
-import { pino } from 'pino';
-import { openPostgres } from '../infra/database.ts';
+import { openPostgres, type Database } from '../infra/database.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
-import { engagementEngine } from '../projectors/engagement-engine.ts';
-import { leaderboardsProjection } from '../projectors/leaderboards.ts';
+import { projections } from '../projectors/index.ts';
+import type { Consumer } from '../projectors/runtime/index.ts';
 import { ProjectionRunner, liveGeneration, prepareProjections } from '../projectors/runtime/index.ts';
 import { migrate } from '../service.ts';
+import { runIfMain, scratchDatabase, silentLogger } from './support.ts';
 
 const appends = Number(process.env.BENCH_APPENDS ?? 3000);
 const engaged = Number(process.env.BENCH_ENGINE_EVENTS ?? 2000);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
-const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** A consumer of the service's list, by name (the list is what the service runs). */
+function consumer(name: string): Consumer {
+  const found = projections.find((candidate) => candidate.name === name);
+  if (!found) throw new Error(`no consumer named ${name} in projectors/index.ts`);
+  return found;
+}
 
 interface Result {
   name: string;
@@ -63,18 +67,25 @@ async function measure(name: string, total: number, operation: (i: number) => Pr
   return { name, ops: total, seconds, perSecond: total / seconds, p50: pct(50), p95: pct(95), p99: pct(99) };
 }
 
-async function main() {
-  const name = `engage_bench_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const database = await openPostgres(url.toString(), { max: concurrency + 2 });
-  const raw = new pg.Pool({ connectionString: url.toString(), max: concurrency });
+export interface EventStoreResult {
+  appends: number;
+  concurrency: number;
+  reference: Result;
+  newStreams: Result;
+  hotStreams: Result;
+  projection: { name: string; applied: number; scanned: number; seconds: number; eventsPerSecond: number };
+  engine: { engaged: number; facts: number; seconds: number; eventsPerSecond: number; referenceEventsPerSecond: number; ratio: number };
+}
+
+export async function benchEventStore(): Promise<EventStoreResult> {
+  const scratch = await scratchDatabase('engage_bench_store');
+  const database = await openPostgres(scratch.url(), { max: concurrency + 2, applicationName: 'engage-bench' });
+  const raw = new pg.Pool({ connectionString: scratch.url('engage-bench-raw'), max: concurrency });
+  // A pool emits 'error' for an idle client whose server went away (the drop below): never crash on it.
+  raw.on('error', () => undefined);
+  const store = new PostgresEventStore(database);
   try {
     await migrate(database.db);
-    const store = new PostgresEventStore(database);
     await raw.query(`create table raw_events (
       id bigint generated always as identity primary key, event_id uuid not null unique, stream text not null,
       revision bigint not null, type text not null, data jsonb not null, metadata jsonb not null,
@@ -123,12 +134,13 @@ async function main() {
       }
     });
 
-    await prepareProjections(database.db, [leaderboardsProjection]);
-    const runner = new ProjectionRunner(database, store, [leaderboardsProjection], pino({ level: 'silent' }), { batchSize: 500 });
+    const leaderboards = consumer('leaderboards');
+    await prepareProjections(database.db, [leaderboards]);
+    const runner = new ProjectionRunner(database, store, [leaderboards], silentLogger, { batchSize: 500 });
     const head = (await store.head())!.position;
     const started = performance.now();
     await runner.start();
-    while (((await liveGeneration(database.db, 'leaderboards'))?.checkpoint ?? '') < head) await new Promise((r) => setTimeout(r, 20));
+    while (((await liveGeneration(database.db, leaderboards.name))?.checkpoint ?? '') < head) await new Promise((r) => setTimeout(r, 20));
     const projectionSeconds = (performance.now() - started) / 1000;
     await runner.stop();
     const projected = await store.countAfter(null);
@@ -158,17 +170,27 @@ async function main() {
       { benchmark: 'engine: custom events engaged', 'events/s': engine.engine.toFixed(0), 'vs reference': (engine.engine / engine.reference).toFixed(2) },
     ]);
     console.log(`engine: ${engaged} custom events, ${engine.facts} facts appended in ${engine.seconds.toFixed(2)} s\n`);
-    mkdirSync('bench/results', { recursive: true });
-    writeFileSync(
-      `bench/results/event-store-${new Date().toISOString().replaceAll(':', '-')}.json`,
-      JSON.stringify({ appends, concurrency, results: [reference, newStreams, hotStreams], projectionSeconds, projected, engine }, null, 2),
-    );
-    await store.close();
+    return {
+      appends,
+      concurrency,
+      reference,
+      newStreams,
+      hotStreams,
+      projection: { name: leaderboards.name, applied: appends, scanned: projected, seconds: projectionSeconds, eventsPerSecond: projected / projectionSeconds },
+      engine: {
+        engaged,
+        facts: engine.facts,
+        seconds: engine.seconds,
+        eventsPerSecond: engine.engine,
+        referenceEventsPerSecond: engine.reference,
+        ratio: engine.engine / engine.reference,
+      },
+    };
   } finally {
-    await raw.end();
+    await store.close();
+    await raw.end().catch(() => undefined);
     await database.close();
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.end();
+    await scratch.drop();
   }
 }
 
@@ -177,7 +199,7 @@ async function main() {
  * transaction) against raw PostgreSQL doing the same durable work: per event six fact rows and a progress
  * upsert, per batch one transaction and a checkpoint update.
  */
-async function benchEngine(store: PostgresEventStore, database: Awaited<ReturnType<typeof openPostgres>>, raw: pg.Pool, organisationId: string) {
+async function benchEngine(store: PostgresEventStore, database: Database, raw: pg.Pool, organisationId: string) {
   const communityId = 'c'.repeat(24);
   const now = new Date().toISOString();
   const details = [
@@ -248,12 +270,13 @@ async function benchEngine(store: PostgresEventStore, database: Awaited<ReturnTy
     );
   }
 
-  await prepareProjections(database.db, [engagementEngine]);
-  const runner = new ProjectionRunner(database, store, [engagementEngine], pino({ level: 'silent' }), { batchSize: 500 });
+  const engine = consumer('engagement_engine');
+  await prepareProjections(database.db, [engine]);
+  const runner = new ProjectionRunner(database, store, [engine], silentLogger, { batchSize: 500 });
   const head = (await store.head())!.position;
   const started = performance.now();
   await runner.start();
-  while (((await liveGeneration(database.db, engagementEngine.name))?.checkpoint ?? '') < head) await new Promise((r) => setTimeout(r, 20));
+  while (((await liveGeneration(database.db, engine.name))?.checkpoint ?? '') < head) await new Promise((r) => setTimeout(r, 20));
   const seconds = (performance.now() - started) / 1000;
   await runner.stop();
   const facts = Number((await raw.query(`select count(*) from es_events where stream_name like 'engagement-%'`)).rows[0].count);
@@ -287,4 +310,4 @@ async function benchEngine(store: PostgresEventStore, database: Awaited<ReturnTy
   return { engine: engaged / seconds, reference: engaged / referenceSeconds, seconds, facts };
 }
 
-await main();
+runIfMain(import.meta.url, benchEventStore);
