@@ -1,0 +1,251 @@
+/**
+ * `npm run bench`: every benchmark, each in a process of its own (so its memory is its own and a crash is
+ * reported, not fatal), then one table on stdout, the JSON results in `bench/results/latest.json` (and a
+ * dated copy) and the table in `bench/README.md`, between its results markers. Targets missed are printed,
+ * not failed; the run exits non-zero only when a benchmark crashed.
+ *
+ *   npm run bench                                  # the realistic store of 1,000,000 events (built once, reused)
+ *   BENCH_EVENTS=100000 npm run bench              # a quick run on a store of 100,000
+ *   BENCH_DATABASE_URL=postgres://... npm run bench
+ *
+ * See bench/README.md for every setting.
+ */
+import { execSync, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import type { EventStoreResult } from './event-store.ts';
+import type { LiveLagResult } from './live-lag.ts';
+import type { StoreInfo } from './million-store.ts';
+import type { RebuildResult } from './rebuild.ts';
+import { adminClient, formatNumber } from './support.ts';
+
+interface Outcome<T> {
+  result?: T;
+  error?: string;
+  seconds: number;
+}
+
+const README = 'bench/README.md';
+const START_MARK = '<!-- bench:results:start -->';
+const END_MARK = '<!-- bench:results:end -->';
+
+/** Runs one benchmark file in a child process; its result comes back through a JSON file. */
+function runChild<T>(title: string, file: string): Promise<Outcome<T>> {
+  console.log(`\n=== ${title} (${file})\n`);
+  const resultFile = join(tmpdir(), `engage-bench-${process.pid}-${file.replace(/\W/g, '_')}.json`);
+  rmSync(resultFile, { force: true });
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, BENCH_RESULT_FILE: resultFile },
+    });
+    child.on('error', (error) => resolve({ error: String(error), seconds: (performance.now() - started) / 1000 }));
+    child.on('exit', (code, signal) => {
+      const seconds = (performance.now() - started) / 1000;
+      if (code !== 0) return resolve({ error: `exited with ${signal ?? `code ${code}`}`, seconds });
+      try {
+        resolve({ result: JSON.parse(readFileSync(resultFile, 'utf8')) as T, seconds });
+      } catch (error) {
+        resolve({ error: `no result: ${String(error)}`, seconds });
+      } finally {
+        rmSync(resultFile, { force: true });
+      }
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const eventStore = await runChild<EventStoreResult>('Event store and engine', 'bench/event-store.ts');
+  const store = await runChild<StoreInfo>('The realistic store', 'bench/million-store.ts');
+  const rebuild = store.result ? await runChild<RebuildResult>('Rebuild of every read model', 'bench/rebuild.ts') : { error: 'no store', seconds: 0 };
+  const lag = await runChild<LiveLagResult>('Live lag', 'bench/live-lag.ts');
+  const totalSeconds = (performance.now() - started) / 1000;
+
+  const context = await runContext(totalSeconds);
+  const markdown = report(context, eventStore, store, rebuild, lag);
+  console.log(`\n${markdown}`);
+
+  const results = { ...context, eventStore, store, rebuild, lag };
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync('bench/results/latest.json', JSON.stringify(results, null, 2));
+  writeFileSync(`bench/results/bench-${context.date.replaceAll(':', '-')}.json`, JSON.stringify(results, null, 2));
+  updateReadme(markdown);
+  console.log(`Results: bench/results/latest.json; table: ${README}. Total ${totalSeconds.toFixed(0)} s.`);
+  const crashed = [eventStore, store, rebuild, lag].filter((outcome) => outcome.error);
+  if (crashed.length > 0) process.exitCode = 1;
+}
+
+interface RunContext {
+  date: string;
+  commit: string;
+  machine: string;
+  postgres: string;
+  events: number;
+  totalSeconds: number;
+}
+
+async function runContext(totalSeconds: number): Promise<RunContext> {
+  const git = (command: string) => {
+    try {
+      return execSync(command, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      return '';
+    }
+  };
+  const dirty = git('git status --porcelain --untracked-files=no') !== '';
+  let postgres = 'unknown';
+  try {
+    const admin = await adminClient();
+    postgres = String((await admin.query('show server_version')).rows[0].server_version);
+    await admin.end();
+  } catch {
+    // reported as unknown
+  }
+  const cpu = cpus();
+  return {
+    date: new Date().toISOString().slice(0, 19) + 'Z',
+    commit: `${git('git rev-parse --short HEAD') || 'unknown'}${dirty ? ' (with local changes)' : ''}`,
+    machine: `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GB`,
+    postgres,
+    events: Number(process.env.BENCH_EVENTS ?? 1_000_000),
+    totalSeconds,
+  };
+}
+
+const n = (value: number, digits = 0) => formatNumber(value, digits);
+const x = (ratio: number) => (Number.isFinite(ratio) ? `${ratio.toFixed(ratio < 0.1 ? 3 : 2)}×` : '-');
+const met = (ok: boolean) => (ok ? 'met' : '**missed**');
+const failed = (outcome: Outcome<unknown>) => `failed: ${outcome.error}`;
+
+function report(
+  context: RunContext,
+  eventStore: Outcome<EventStoreResult>,
+  store: Outcome<StoreInfo>,
+  rebuild: Outcome<RebuildResult>,
+  lag: Outcome<LiveLagResult>,
+): string {
+  const rows: string[][] = [];
+  const es = eventStore.result;
+  if (es) {
+    const appendRow = (label: string, r: EventStoreResult['reference']) => [
+      label,
+      `${n(r.perSecond)} appends/s (p50 ${n(r.p50, 1)} ms, p99 ${n(r.p99, 1)} ms)`,
+      `raw insert ${n(es.reference.perSecond)}/s`,
+      x(r.perSecond / es.reference.perSecond),
+      '',
+    ];
+    rows.push(appendRow(`Append, new stream (${n(es.appends)}, concurrency ${es.concurrency})`, es.newStreams));
+    rows.push(appendRow('Append, existing stream (expected revision)', es.hotStreams));
+    rows.push([`Projection catch-up (${es.projection.name}, ${n(es.projection.applied)} applied)`, `${n(es.projection.eventsPerSecond)} events/s`, '', '', '']);
+    rows.push([
+      `Engine: ${n(es.engine.engaged)} custom events engaged (${n(es.engine.facts)} facts)`,
+      `${n(es.engine.eventsPerSecond)} events/s`,
+      `raw, same rows ${n(es.engine.referenceEventsPerSecond)}/s`,
+      x(es.engine.ratio),
+      '',
+    ]);
+  } else rows.push(['Event store and engine', failed(eventStore), '', '', '']);
+
+  const info = store.result;
+  if (info) {
+    rows.push([
+      `Realistic store: ${n(info.events)} events (${n(info.summary.organisations)} organisations, ${n(info.summary.users)} users, ${n(info.summary.customEvents)} custom events)`,
+      `${info.reused ? 'reused; ' : ''}built in ${n(info.generationSeconds, 1)} s (${n(info.cpuSeconds, 1)} s of CPU)${info.reused ? ` on ${info.generatedAt.slice(0, 10)}` : ''}`,
+      '',
+      '',
+      `< 120 s: ${met(info.generationSeconds < 120)}`,
+    ]);
+  } else rows.push(['Realistic store', failed(store), '', '', '']);
+
+  const rb = rebuild.result;
+  const perProjection: string[][] = [];
+  if (rb) {
+    const r = rb.rebuild;
+    const t = rb.targets;
+    rows.push(['Keyset read of the whole log, pages of 5,000 (reference)', `${n(rb.reference.eventsPerSecond)} events/s`, '', '1.00×', '']);
+    rows.push([
+      `Rebuild of all ${r.projections.length} read models at once${r.complete ? '' : ` (**unfinished after ${r.timeoutSeconds} s**)`}`,
+      `${n(r.eventsPerSecond)} events/s (${n(r.seconds, 1)} s)`,
+      'keyset read',
+      x(r.ratio),
+      `≥ ${n(t.eventsPerSecond)}/s and ≥ ${t.ratio}×: ${met(r.complete && r.eventsPerSecond >= t.eventsPerSecond && r.ratio >= t.ratio)}`,
+    ]);
+    rows.push([
+      `Slowest read model (${r.slowest.name})`,
+      `${n(r.slowest.eventsPerSecond)} events/s`,
+      'keyset read',
+      x(r.slowest.ratio),
+      `≥ ${t.slowestRatio}×: ${met(r.complete && r.slowest.ratio >= t.slowestRatio)}`,
+    ]);
+    rows.push([
+      'Peak RSS of the rebuilding process',
+      `${n(r.peakRssMb)} MB (${n(r.baselineRssMb)} MB at its start)`,
+      '',
+      '',
+      `≤ ${t.peakRssMb} MB: ${met(r.peakRssMb <= t.peakRssMb)}`,
+    ]);
+    rows.push(['Peak PostgreSQL connections of the rebuilding process', n(r.peakConnections), '', '', '']);
+    rows.push(['Events parked by the rebuild', n(r.parked), '', '', `0: ${met(r.parked === 0)}`]);
+    for (const p of [...r.projections].sort((a, b) => (a.seconds ?? Infinity) - (b.seconds ?? Infinity))) {
+      perProjection.push([
+        p.name,
+        p.seconds === null ? `not yet (${n((100 * p.processed) / rb.events)}% after ${n(r.seconds)} s)` : `${n(p.seconds, 1)} s`,
+        n(p.eventsPerSecond),
+        x(p.ratio),
+        n(p.parked),
+      ]);
+    }
+  } else rows.push(['Rebuild of every read model', failed(rebuild), '', '', '']);
+
+  const lr = lag.result;
+  if (lr) {
+    rows.push([
+      'Write capacity: custom events logged at concurrency 8, consumers running',
+      `${n(lr.capacity.writesPerSecond)} writes/s (p50 ${n(lr.capacity.ackMs.p50, 1)} ms, p99 ${n(lr.capacity.ackMs.p99, 1)} ms)`,
+      '',
+      '',
+      '',
+    ]);
+    rows.push([
+      `Live lag, write acknowledged → every read model past it (${n(lr.lag.rate, 1)} writes/s for ${n(lr.lag.seconds)} s)`,
+      `p50 ${n(lr.lag.lagMs.p50)} ms, p99 ${n(lr.lag.lagMs.p99)} ms, max ${n(lr.lag.lagMs.max)} ms${lr.lag.unsettled ? `, ${lr.lag.unsettled} never` : ''}`,
+      '',
+      '',
+      `p99 ≤ ${lr.targetP99Ms} ms: ${met(lr.lag.unsettled === 0 && lr.lag.lagMs.p99 <= lr.targetP99Ms)}`,
+    ]);
+  } else rows.push(['Live lag', failed(lag), '', '', '']);
+
+  const lines = [
+    `Run ${context.date} at commit ${context.commit}; ${context.machine}; PostgreSQL ${context.postgres}; BENCH_EVENTS=${context.events}; \`npm run bench\` took ${n(context.totalSeconds)} s.`,
+    '',
+    table(['Benchmark', 'Result', 'Reference', 'Ratio', 'Target'], rows),
+  ];
+  if (perProjection.length > 0) {
+    lines.push('', 'Rebuild, per read model (events/s: events in the log / time until its new generation was live):', '');
+    lines.push(table(['Read model', 'Live after', 'Events/s', 'Ratio to the read', 'Parked'], perProjection));
+  }
+  return lines.join('\n');
+}
+
+function table(header: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.map((cell) => cell.replaceAll('|', '\\|')).join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+function updateReadme(markdown: string): void {
+  let text: string;
+  try {
+    text = readFileSync(README, 'utf8');
+  } catch {
+    return;
+  }
+  const start = text.indexOf(START_MARK);
+  const end = text.indexOf(END_MARK);
+  if (start < 0 || end < start) return;
+  writeFileSync(README, `${text.slice(0, start + START_MARK.length)}\n${markdown}\n${text.slice(end)}`);
+}
+
+await main();
