@@ -34,6 +34,8 @@ const SETTLE_TIMEOUT_MS = 60_000;
 
 export interface LiveLagResult {
   seedEvents: number;
+  /** Events in the log per custom event logged: the event, and what the engine appended for it. */
+  eventsPerWrite: number;
   capacity: { writesPerSecond: number; writes: number; seconds: number; ackMs: Percentiles };
   lag: {
     rate: number;
@@ -68,14 +70,14 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
   poller.on('error', () => undefined);
   try {
     await migrate(database.db);
-    // The programme's set-up only: its custom events are the ones logged below, engaged by the engine running here.
-    const seed = await writeWorld(scratch.url('engage-bench-generator'), 1, {
-      organisations: 2,
-      users: 400,
-      communitiesPerOrganisation: 3,
-      challengesPerCommunity: 4,
-      leaderboardsPerOrganisation: 8,
-    });
+    // The programme's set-up only, three days ago (its challenges and leaderboards have started): its custom
+    // events are the ones logged below, engaged by the engine running here.
+    const seed = await writeWorld(
+      scratch.url('engage-bench-generator'),
+      1,
+      { organisations: 2, users: 400, communitiesPerOrganisation: 3, challengesPerCommunity: 4, leaderboardsPerOrganisation: 8 },
+      Date.now() - 3 * 86_400_000,
+    );
     const members = await membersOf(store);
 
     await prepareProjections(database.db, projections);
@@ -165,9 +167,12 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     const unsettled = pending.length;
     for (const { ackAt } of pending) lags.push(performance.now() - ackAt);
     const pollIntervalMs = (performance.now() - pollStarted) / Math.max(1, polls);
+    await settled(store, database.db, everyConsumer);
+    const logged = Number((await poller.query('select count(*) as count from es_events')).rows[0].count);
 
     return {
       seedEvents: seed.summary.events,
+      eventsPerWrite: (logged - seed.summary.events) / written,
       capacity: { writesPerSecond, writes: capacityAcks.length, seconds: capacityElapsed, ackMs: percentiles(capacityAcks) },
       lag: { rate, writes: total, seconds: lagElapsed, ackMs: percentiles(acks), lagMs: percentiles(lags), unsettled, pollIntervalMs },
       readModels,

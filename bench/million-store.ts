@@ -125,7 +125,7 @@ export async function ensureStore(events = storeEvents()): Promise<StoreInfo> {
 }
 
 /** Generates a world of about `events` events straight into the (migrated, empty) event store at `url`. */
-export async function writeWorld(url: string, events: number, size: WorldSize): Promise<{ summary: WorldSummary; waitSeconds: number }> {
+export async function writeWorld(url: string, events: number, size: WorldSize, start?: number): Promise<{ summary: WorldSummary; waitSeconds: number }> {
   const client = new pg.Client({ connectionString: url });
   client.on('error', () => undefined);
   await client.connect();
@@ -133,7 +133,7 @@ export async function writeWorld(url: string, events: number, size: WorldSize): 
     // Each chunk is its own transaction; nothing reads the store while it is written, so commits need not wait for the disk.
     await client.query('set synchronous_commit = off');
     const writer = new BulkWriter(client);
-    const summary = await generateWorld(events, writer, size);
+    const summary = await generateWorld(events, writer, size, { start });
     await writer.finish();
     return { summary, waitSeconds: writer.waitSeconds };
   } finally {

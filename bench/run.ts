@@ -210,7 +210,7 @@ function report(
   const lr = lag.result;
   if (lr) {
     rows.push([
-      'Write capacity: custom events logged at concurrency 8, consumers running',
+      `Write capacity: custom events logged at concurrency 8, consumers running (${n(lr.eventsPerWrite, 1)} events in the log per write with the engine's)`,
       `${n(lr.capacity.writesPerSecond)} writes/s (p50 ${n(lr.capacity.ackMs.p50, 1)} ms, p99 ${n(lr.capacity.ackMs.p99, 1)} ms)`,
       '',
       '',

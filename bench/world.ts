@@ -120,9 +120,8 @@ export interface WorldSummary {
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
-/** A Monday; set-up takes the first two days, custom events the next ninety. */
-const START = Date.parse('2026-01-05T08:00:00.000Z');
-const BULK_START = START + 2 * DAY;
+/** The store's programme starts on a Monday; set-up takes the first two days, custom events the next ninety. */
+const DEFAULT_START = Date.parse('2026-01-05T08:00:00.000Z');
 const BULK_DAYS = 90;
 /** As the service's default SETTLEMENT_DELAY_SECONDS: a window closes (a draw happens) a minute after its end. */
 const SETTLEMENT = MINUTE;
@@ -380,9 +379,19 @@ class EngineBatch {
   }
 }
 
-/** Writes the whole programme to `sink`, until the log holds about `target` events. */
-export async function generateWorld(target: number, sink: EventSink, size: WorldSize = worldSizeFor(target), seed = 20260105): Promise<WorldSummary> {
-  const random = new Random(seed);
+/**
+ * Writes the whole programme to `sink`, until the log holds about `target` events. `start` is when its
+ * set-up begins (a fixed date by default, so a size always gives the same log).
+ */
+export async function generateWorld(
+  target: number,
+  sink: EventSink,
+  size: WorldSize = worldSizeFor(target),
+  options: { seed?: number; start?: number } = {},
+): Promise<WorldSummary> {
+  const random = new Random(options.seed ?? 20260105);
+  const start = options.start ?? DEFAULT_START;
+  const bulkStart = start + 2 * DAY;
   const timers = new Timers();
   const organisations: Organisation[] = [];
   const usersById = new Map<string, User>();
@@ -398,7 +407,7 @@ export async function generateWorld(target: number, sink: EventSink, size: World
   const byType: Record<string, number> = {};
   const summary = { customEvents: 0, windowsClosed: 0, giveawaysDrawn: 0, assetsGranted: 0, leaderboards: 0, challenges: 0 };
   let engine = new EngineBatch();
-  let now = START;
+  let now = start;
 
   const append = (stream: string, event: StoreEvent, metadata: EventMetadata, at = now): string => {
     byType[event.type] = (byType[event.type] ?? 0) + 1;
@@ -419,7 +428,7 @@ export async function generateWorld(target: number, sink: EventSink, size: World
 
   // ------------------------------------------------------------------------------------------------ set-up
   for (let index = 0; index < size.organisations; index++) {
-    now = START + index * 10 * MINUTE;
+    now = start + index * 10 * MINUTE;
     const slug = `bench-${index}`;
     const domain = `${slug}.engage.bench`;
     const organisation: Organisation = {
@@ -542,7 +551,7 @@ export async function generateWorld(target: number, sink: EventSink, size: World
   const usersPerOrganisation = Math.max(1, Math.floor(size.users / size.organisations));
   for (const organisation of organisations) {
     for (let u = 0; u < usersPerOrganisation; u++) {
-      const at = START + 6 * HOUR + Math.floor(random.next() * (BULK_START - START - 7 * HOUR));
+      const at = start + 6 * HOUR + Math.floor(random.next() * (bulkStart - start - 7 * HOUR));
       const home = random.pick(organisation.communities);
       const user: User = {
         id: random.id(at),
@@ -573,8 +582,8 @@ export async function generateWorld(target: number, sink: EventSink, size: World
   const setupEvents = sink.count;
   let expected = Math.max(1, Math.round((target - setupEvents) / 5));
   let batchLeft = random.int(1, 40);
-  const bulkEnd = BULK_START + BULK_DAYS * DAY;
-  now = BULK_START;
+  const bulkEnd = bulkStart + BULK_DAYS * DAY;
+  now = bulkStart;
   while (sink.count < target) {
     // Spread what is left of the log over what is left of the period, re-estimating the events per cause.
     if (summary.customEvents > 0 && summary.customEvents % 1000 === 0) {
@@ -613,7 +622,7 @@ export async function generateWorld(target: number, sink: EventSink, size: World
     giveawaysDrawn: summary.giveawaysDrawn,
     assetsGranted: summary.assetsGranted,
     byType,
-    from: iso(START),
+    from: iso(start),
     to: iso(now),
   };
 
@@ -649,7 +658,7 @@ export async function generateWorld(target: number, sink: EventSink, size: World
         content,
         instructions: 'Show this at the counter',
         supportEmail: `support@bench-${organisation.index}.example`,
-        redeemByDate: iso(START + 365 * DAY),
+        redeemByDate: iso(start + 365 * DAY),
       };
       const data = { ...common(title, organisation.communities[0]!), kind: 'asset' as const, redeemable, codes, expiresAt: null };
       append(
@@ -660,9 +669,9 @@ export async function generateWorld(target: number, sink: EventSink, size: World
       organisation.rewards.set(rewardId, termsOf(rewardId, { ...data, drawsAt: null, supply: 0 }));
       return rewardId;
     };
-    const spring = giveaway('Spring giveaway', BULK_START + 33 * DAY + 10 * HOUR, 3);
-    const summer = giveaway('Summer giveaway', BULK_START + 68 * DAY + 10 * HOUR, 5);
-    const grand = giveaway('Grand prize', BULK_START + 200 * DAY, 1);
+    const spring = giveaway('Spring giveaway', bulkStart + 33 * DAY + 10 * HOUR, 3);
+    const summer = giveaway('Summer giveaway', bulkStart + 68 * DAY + 10 * HOUR, 5);
+    const grand = giveaway('Grand prize', bulkStart + 200 * DAY, 1);
     const vouchers = asset(
       'Coffee voucher',
       Array.from({ length: 500 }, (_, i) => `COFFEE-${organisation.index}-${i.toString().padStart(4, '0')}`),
@@ -829,7 +838,7 @@ export async function generateWorld(target: number, sink: EventSink, size: World
     ];
     const shape = shapes[k % shapes.length]!;
     // One challenge in each third community ends half-way, so expiry shows in the log too.
-    const expiresAt = communityIndex === 2 && k === 3 ? BULK_START + 45 * DAY : START + 365 * DAY;
+    const expiresAt = communityIndex === 2 && k === 3 ? bulkStart + 45 * DAY : start + 365 * DAY;
     const event: ChallengeEvent = {
       type: 'ChallengeCreated',
       data: {
@@ -841,7 +850,7 @@ export async function generateWorld(target: number, sink: EventSink, size: World
         isLinear: shape.isLinear,
         maxCompletionsPerPeriod: shape.max,
         period: shape.period,
-        startsAt: iso(BULK_START - DAY),
+        startsAt: iso(bulkStart - DAY),
         expiresAt: iso(expiresAt),
         tags: ['bench'],
         campaigns: k % 2 === 0 ? ['winter'] : [],
@@ -869,7 +878,7 @@ export async function generateWorld(target: number, sink: EventSink, size: World
     foldChallenge(organisation, event);
     // Later changes an admin makes: a distribution on the first action, new tags.
     if (k % 4 === 0) {
-      timers.add(BULK_START + (10 + communityIndex) * DAY + random.int(0, DAY), () =>
+      timers.add(bulkStart + (10 + communityIndex) * DAY + random.int(0, DAY), () =>
         foldChallenge(organisation, {
           type: 'ActionDistributionAssigned',
           data: {
@@ -884,7 +893,7 @@ export async function generateWorld(target: number, sink: EventSink, size: World
       );
     }
     if (k % 4 === 1) {
-      timers.add(BULK_START + 20 * DAY + random.int(0, DAY), () =>
+      timers.add(bulkStart + 20 * DAY + random.int(0, DAY), () =>
         foldChallenge(organisation, {
           type: 'ChallengeUpdated',
           data: {
@@ -936,7 +945,7 @@ export async function generateWorld(target: number, sink: EventSink, size: World
           ? [{ type: 'variable-config', variableConfigId: organisation.variableConfigId, value: 'gold' }]
           : [];
     const scheduled = k === size.leaderboardsPerOrganisation - 1;
-    const startsAt = scheduled ? BULK_START + 14 * DAY : BULK_START;
+    const startsAt = scheduled ? bulkStart + 14 * DAY : bulkStart;
     const board: Board = {
       id: leaderboardId,
       organisation,
@@ -944,7 +953,7 @@ export async function generateWorld(target: number, sink: EventSink, size: World
       metricType: kind.metricType,
       period: kind.period,
       startsAt: iso(startsAt),
-      expiresAt: kind.period === 'open' && k % 2 === 0 ? iso(BULK_START + 60 * DAY) : null,
+      expiresAt: kind.period === 'open' && k % 2 === 0 ? iso(bulkStart + 60 * DAY) : null,
       status: scheduled ? 'scheduled' : 'live',
       conditions,
       communityId: conditions.find((condition) => condition.type === 'community')?.communityId ?? null,
