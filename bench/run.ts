@@ -1,290 +1,258 @@
 /**
- * Event store benchmark: appends through the PostgreSQL adapter against a reference measured in the same
- * run, raw PostgreSQL doing the same durable work (one transaction per append, one JSONB row with an
- * id and stream revision, unique keys). Reports throughput, latency percentiles and ratios.
+ * `npm run bench`: every benchmark, each in a process of its own (so its memory is its own and a crash is
+ * reported, not fatal), then one table on stdout, the JSON results in `bench/results/latest.json` (and a
+ * dated copy) and the table in `bench/README.md`, between its results markers. Targets missed are printed,
+ * not failed; the run exits non-zero only when a benchmark crashed.
  *
- *   npm run bench                      # local PostgreSQL at 127.0.0.1:5432 (a scratch database)
+ *   npm run bench                                  # the realistic store of 1,000,000 events (built once, reused)
+ *   BENCH_EVENTS=100000 npm run bench              # a quick run on a store of 100,000
  *   BENCH_DATABASE_URL=postgres://... npm run bench
- *   BENCH_APPENDS=5000 BENCH_CONCURRENCY=16 BENCH_ENGINE_EVENTS=5000 npm run bench
  *
- * The engine part logs custom events that each complete a one-action challenge (six facts each) and times
- * the engine's catch-up against raw PostgreSQL writing the same rows in the same batches.
+ * See bench/README.md for every setting.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import cliProgress from 'cli-progress';
-import pg from 'pg';
-import { pino } from 'pino';
-import { openPostgres } from '../infra/database.ts';
-import { PostgresEventStore } from '../infra/event-store/postgres.ts';
-import { engagementEngine } from '../process-managers/engagement-engine/index.ts';
-import { leaderboardsProjection } from '../projectors/leaderboards.ts';
-import { ProjectionRunner, liveGeneration, prepareProjections } from '../projectors/runtime/index.ts';
-import { migrate } from '../service.ts';
+import { execSync, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import type { EventStoreResult } from './event-store.ts';
+import type { LiveLagResult } from './live-lag.ts';
+import type { StoreInfo } from './million-store.ts';
+import type { RebuildResult } from './rebuild.ts';
+import { adminClient, formatNumber } from './support.ts';
 
-const appends = Number(process.env.BENCH_APPENDS ?? 3000);
-const engaged = Number(process.env.BENCH_ENGINE_EVENTS ?? 2000);
-const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
-const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
-interface Result {
-  name: string;
-  ops: number;
+interface Outcome<T> {
+  result?: T;
+  error?: string;
   seconds: number;
-  perSecond: number;
-  p50: number;
-  p95: number;
-  p99: number;
 }
 
-async function measure(name: string, total: number, operation: (i: number) => Promise<unknown>): Promise<Result> {
-  const bar = new cliProgress.SingleBar(
-    { format: `${name.padEnd(34)} {bar} {value}/{total} {eta}s left`, hideCursor: true },
-    cliProgress.Presets.shades_classic,
-  );
-  bar.start(total, 0);
-  const latencies: number[] = [];
-  let next = 0;
+const README = 'bench/README.md';
+const START_MARK = '<!-- bench:results:start -->';
+const END_MARK = '<!-- bench:results:end -->';
+
+/** Runs one benchmark file in a child process; its result comes back through a JSON file. */
+function runChild<T>(title: string, file: string, options: { regenerate?: boolean } = {}): Promise<Outcome<T>> {
+  console.log(`\n=== ${title} (${file})\n`);
+  const resultFile = join(tmpdir(), `engage-bench-${process.pid}-${file.replace(/\W/g, '_')}.json`);
+  rmSync(resultFile, { force: true });
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (let i = next++; i < total; i = next++) {
-        const t0 = performance.now();
-        await operation(i);
-        latencies.push(performance.now() - t0);
-        bar.increment();
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  bar.stop();
-  latencies.sort((a, b) => a - b);
-  const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
-  return { name, ops: total, seconds, perSecond: total / seconds, p50: pct(50), p95: pct(95), p99: pct(99) };
-}
-
-async function main() {
-  const name = `engage_bench_${Date.now()}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const database = await openPostgres(url.toString(), { max: concurrency + 2 });
-  const raw = new pg.Pool({ connectionString: url.toString(), max: concurrency });
-  try {
-    await migrate(database.db);
-    const store = new PostgresEventStore(database);
-    await raw.query(`create table raw_events (
-      id bigint generated always as identity primary key, event_id uuid not null unique, stream text not null,
-      revision bigint not null, type text not null, data jsonb not null, metadata jsonb not null,
-      created_at timestamptz not null default now(), unique (stream, revision))`);
-    const organisationId = 'a'.repeat(24);
-    const metadata = { organisationId, actor: 'bench' };
-    // A real LeaderboardCreated, so the projection does its real work on it.
-    const created = (i: number) => ({
-      leaderboardId: i.toString(16).padStart(24, '0'),
-      organisationId,
-      name: 'Weekly XP',
-      description: null,
-      metricType: 'total-xp',
-      period: 'weekly',
-      startsAt: '2026-01-05T00:00:00.000Z',
-      expiresAt: null,
-      status: 'live',
-      conditions: [],
-      createdBy: 'bench',
-      createdAt: new Date().toISOString(),
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: childEnvironment(resultFile, options.regenerate ?? false),
     });
-
-    const reference = await measure('raw PostgreSQL insert (reference)', appends, (i) =>
-      raw.query('insert into raw_events (event_id, stream, revision, type, data, metadata) values ($1, $2, 0, $3, $4, $5)', [
-        randomUUID(),
-        `leaderboard-${i}`,
-        'LeaderboardCreated',
-        created(i),
-        metadata,
-      ]),
-    );
-    const newStreams = await measure('append, new stream (no_stream)', appends, (i) =>
-      store.append(`leaderboard-${i}`, [{ type: 'LeaderboardCreated', data: created(i), metadata }], { expectedRevision: 'no_stream' }),
-    );
-    const hotStreams = await measure('append, existing stream (revision)', appends, async (i) => {
-      const stream = `user-${i % 50}`;
-      for (;;) {
-        const [last] = await store.readStream(stream, { direction: 'backwards', limit: 1 });
-        try {
-          return await store.append(stream, [{ type: 'PointsEarned', data: { points: 1 }, metadata }], {
-            expectedRevision: last ? last.revision : 'no_stream',
-          });
-        } catch {
-          // a concurrent writer won this revision: read again, as a command handler would
-        }
+    child.on('error', (error) => resolve({ error: String(error), seconds: (performance.now() - started) / 1000 }));
+    child.on('exit', (code, signal) => {
+      const seconds = (performance.now() - started) / 1000;
+      if (code !== 0) return resolve({ error: `exited with ${signal ?? `code ${code}`}`, seconds });
+      try {
+        resolve({ result: JSON.parse(readFileSync(resultFile, 'utf8')) as T, seconds });
+      } catch (error) {
+        resolve({ error: `no result: ${String(error)}`, seconds });
+      } finally {
+        rmSync(resultFile, { force: true });
       }
     });
-
-    await prepareProjections(database.db, [leaderboardsProjection]);
-    const runner = new ProjectionRunner(database, store, [leaderboardsProjection], pino({ level: 'silent' }), { batchSize: 500 });
-    const head = (await store.head())!.position;
-    const started = performance.now();
-    await runner.start();
-    while (((await liveGeneration(database.db, 'leaderboards'))?.checkpoint ?? '') < head) await new Promise((r) => setTimeout(r, 20));
-    const projectionSeconds = (performance.now() - started) / 1000;
-    await runner.stop();
-    const projected = await store.countAfter(null);
-    const parked = await database.db
-      .selectFrom('projection_parked')
-      .select((eb) => eb.fn.countAll<string>().as('count'))
-      .executeTakeFirstOrThrow();
-    if (Number(parked.count) > 0) throw new Error(`${parked.count} events were parked: the benchmark's events are not what the projection expects`);
-
-    const engine = await benchEngine(store, database, raw, organisationId);
-
-    const rows = [reference, newStreams, hotStreams].map((r) => ({
-      benchmark: r.name,
-      'ops/s': r.perSecond.toFixed(0),
-      'p50 ms': r.p50.toFixed(2),
-      'p95 ms': r.p95.toFixed(2),
-      'p99 ms': r.p99.toFixed(2),
-      'vs reference': (r.perSecond / reference.perSecond).toFixed(2),
-    }));
-    console.log(`\n${appends} operations each, concurrency ${concurrency}\n`);
-    console.table(rows);
-    console.log(
-      `projection catch-up: ${projected} events scanned (${appends} leaderboards applied) in ${projectionSeconds.toFixed(2)} s = ${(projected / projectionSeconds).toFixed(0)} events/s\n`,
-    );
-    console.table([
-      { benchmark: 'raw PostgreSQL, same rows and batches (reference)', 'events/s': engine.reference.toFixed(0), 'vs reference': '1.00' },
-      { benchmark: 'engine: custom events engaged', 'events/s': engine.engine.toFixed(0), 'vs reference': (engine.engine / engine.reference).toFixed(2) },
-    ]);
-    console.log(`engine: ${engaged} custom events, ${engine.facts} facts appended in ${engine.seconds.toFixed(2)} s\n`);
-    mkdirSync('bench/results', { recursive: true });
-    writeFileSync(
-      `bench/results/event-store-${new Date().toISOString().replaceAll(':', '-')}.json`,
-      JSON.stringify({ appends, concurrency, results: [reference, newStreams, hotStreams], projectionSeconds, projected, engine }, null, 2),
-    );
-    await store.close();
-  } finally {
-    await raw.end();
-    await database.close();
-    await admin.query(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  }
+  });
 }
 
-/**
- * The engine engaging custom events from the log (one runner, batches of 500, facts appended in the batch's
- * transaction) against raw PostgreSQL doing the same durable work: per event six fact rows and a progress
- * upsert, per batch one transaction and a checkpoint update.
- */
-async function benchEngine(store: PostgresEventStore, database: Awaited<ReturnType<typeof openPostgres>>, raw: pg.Pool, organisationId: string) {
-  const communityId = 'c'.repeat(24);
-  const now = new Date().toISOString();
-  const details = [
-    {
-      language: 'en',
-      title: 'Visit',
-      description: '',
-      light: { primaryImageUrl: '', secondaryImageUrl: '' },
-      dark: { primaryImageUrl: '', secondaryImageUrl: '' },
-    },
-  ];
-  await store.append(`organisation-${organisationId}`, [
-    {
-      type: 'OrganisationCreated',
-      data: { organisationId, name: 'Bench', slug: 'bench', domain: 'bench.localhost', defaultLanguage: 'en', timezone: 'Europe/Paris', createdAt: now },
-    },
-  ]);
-  await store.append(`challenge-${'d'.repeat(24)}`, [
-    {
-      type: 'ChallengeCreated',
-      data: {
-        challengeId: 'd'.repeat(24),
-        organisationId,
-        communityId,
-        details,
-        actions: [{ actionId: 'e'.repeat(24), key: 'visit', category: 'participation', criteria: [], xp: 10, isSkippable: false, details, distribution: null }],
-        isLinear: false,
-        maxCompletionsPerPeriod: 1,
-        period: 'open',
-        startsAt: '2020-01-01T00:00:00.000Z',
-        expiresAt: '2100-01-01T00:00:00.000Z',
-        tags: [],
-        campaigns: [],
-        rewardDistribution: { points: 0, xp: 0, distributionEventId: 'f'.repeat(24), rewardAllocations: [], numberOfRewardsToReceive: 0 },
-        isGlobalTemplate: false,
-        availableAsTemplateForOrganisations: [],
-        featured: false,
-        unlockPrice: 0,
-        videoConfig: { videoUrl: '', isVideoEnabled: false },
-        createdBy: 'bench',
-        createdAt: now,
-      },
-    },
-  ]);
-  for (let start = 0; start < engaged; start += 500) {
-    await store.appendMultiple(
-      Array.from({ length: Math.min(500, engaged - start) }, (_, k) => {
-        const i = start + k;
-        const eventId = (0x10000000 + i).toString(16).padStart(24, '0');
-        const data = {
-          eventId,
-          organisationId,
-          communityId,
-          userId: i.toString(16).padStart(24, '0'),
-          externalUserId: `u${i}`,
-          name: 'visit',
-          payload: {},
-          nonce: null,
-          source: { type: 'api', tokenId: 'bench' },
-          occurredAt: now,
-        };
-        return {
-          stream: `customevent-${eventId}`,
-          events: [{ type: 'CustomEventLogged', data, metadata: { organisationId } }],
-          expectedRevision: 'no_stream' as const,
-        };
-      }),
-    );
-  }
+/** Only the store step may build the store again (BENCH_REGENERATE): the rebuild then finds it complete. */
+function childEnvironment(resultFile: string, regenerate: boolean): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, BENCH_RESULT_FILE: resultFile };
+  if (!regenerate) delete env.BENCH_REGENERATE;
+  return env;
+}
 
-  await prepareProjections(database.db, [engagementEngine]);
-  const runner = new ProjectionRunner(database, store, [engagementEngine], pino({ level: 'silent' }), { batchSize: 500 });
-  const head = (await store.head())!.position;
+async function main(): Promise<void> {
   const started = performance.now();
-  await runner.start();
-  while (((await liveGeneration(database.db, engagementEngine.name))?.checkpoint ?? '') < head) await new Promise((r) => setTimeout(r, 20));
-  const seconds = (performance.now() - started) / 1000;
-  await runner.stop();
-  const facts = Number((await raw.query(`select count(*) from es_events where stream_name like 'engagement-%'`)).rows[0].count);
-  if (facts !== engaged * 6) throw new Error(`the engine appended ${facts} facts, not ${engaged * 6}`);
+  const eventStore = await runChild<EventStoreResult>('Event store and engine', 'bench/event-store.ts');
+  const store = await runChild<StoreInfo>('The realistic store', 'bench/million-store.ts', { regenerate: true });
+  const rebuild = store.result ? await runChild<RebuildResult>('Rebuild of every read model', 'bench/rebuild.ts') : { error: 'no store', seconds: 0 };
+  const lag = await runChild<LiveLagResult>('Live lag', 'bench/live-lag.ts');
+  const totalSeconds = (performance.now() - started) / 1000;
 
-  await raw.query('create table raw_progress (user_id text, challenge_id text, state jsonb, primary key (user_id, challenge_id))');
-  await raw.query('create table raw_checkpoint (name text primary key, position bigint)');
-  await raw.query(`insert into raw_checkpoint values ('engine', 0)`);
-  const referenceStarted = performance.now();
-  for (let start = 0; start < engaged; start += 500) {
-    const client = await raw.connect();
+  const context = await runContext(totalSeconds);
+  const markdown = report(context, eventStore, store, rebuild, lag);
+  console.log(`\n${markdown}`);
+
+  const results = { ...context, eventStore, store, rebuild, lag };
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync('bench/results/latest.json', JSON.stringify(results, null, 2));
+  writeFileSync(`bench/results/bench-${context.date.replaceAll(':', '-')}.json`, JSON.stringify(results, null, 2));
+  updateReadme(markdown);
+  console.log(`Results: bench/results/latest.json; table: ${README}. Total ${totalSeconds.toFixed(0)} s.`);
+  const crashed = [eventStore, store, rebuild, lag].filter((outcome) => outcome.error);
+  if (crashed.length > 0) process.exitCode = 1;
+}
+
+interface RunContext {
+  date: string;
+  commit: string;
+  machine: string;
+  postgres: string;
+  events: number;
+  totalSeconds: number;
+}
+
+async function runContext(totalSeconds: number): Promise<RunContext> {
+  const git = (command: string) => {
     try {
-      await client.query('begin');
-      await client.query('update raw_checkpoint set position = $1 where name = $2', [start, 'engine']);
-      for (let i = start; i < Math.min(engaged, start + 500); i++) {
-        const values = Array.from({ length: 6 }, (_, k) => `($${k * 3 + 1}, $${k * 3 + 2}, $${k * 3 + 3}, 'Fact', '{"userId":"u"}', '{}')`).join(', ');
-        const parameters = Array.from({ length: 6 }, (_, k) => [randomUUID(), `engagement-${i}`, k]).flat();
-        await client.query(`insert into raw_events (event_id, stream, revision, type, data, metadata) values ${values}`, parameters);
-        await client.query('insert into raw_progress values ($1, $2, $3) on conflict (user_id, challenge_id) do update set state = excluded.state', [
-          `u${i}`,
-          'c',
-          '{"run":1}',
-        ]);
-      }
-      await client.query('commit');
-    } finally {
-      client.release();
+      return execSync(command, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      return '';
     }
+  };
+  const dirty = git('git status --porcelain --untracked-files=no') !== '';
+  let postgres = 'unknown';
+  try {
+    const admin = await adminClient();
+    postgres = String((await admin.query('show server_version')).rows[0].server_version);
+    await admin.end();
+  } catch {
+    // reported as unknown
   }
-  const referenceSeconds = (performance.now() - referenceStarted) / 1000;
-  return { engine: engaged / seconds, reference: engaged / referenceSeconds, seconds, facts };
+  const cpu = cpus();
+  return {
+    date: new Date().toISOString().slice(0, 19) + 'Z',
+    commit: `${git('git rev-parse --short HEAD') || 'unknown'}${dirty ? ' (with local changes)' : ''}`,
+    machine: `${cpu.length} × ${cpu[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GB`,
+    postgres,
+    events: Number(process.env.BENCH_EVENTS ?? 1_000_000),
+    totalSeconds,
+  };
+}
+
+const n = (value: number, digits = 0) => formatNumber(value, digits);
+const x = (ratio: number) => (Number.isFinite(ratio) ? `${ratio.toFixed(ratio < 0.1 ? 3 : 2)}×` : '-');
+const met = (ok: boolean) => (ok ? 'met' : '**missed**');
+const failed = (outcome: Outcome<unknown>) => `failed: ${outcome.error}`;
+
+function report(
+  context: RunContext,
+  eventStore: Outcome<EventStoreResult>,
+  store: Outcome<StoreInfo>,
+  rebuild: Outcome<RebuildResult>,
+  lag: Outcome<LiveLagResult>,
+): string {
+  const rows: string[][] = [];
+  const es = eventStore.result;
+  if (es) {
+    const appendRow = (label: string, r: EventStoreResult['reference']) => [
+      label,
+      `${n(r.perSecond)} appends/s (p50 ${n(r.p50, 1)} ms, p99 ${n(r.p99, 1)} ms)`,
+      `raw insert ${n(es.reference.perSecond)}/s`,
+      x(r.perSecond / es.reference.perSecond),
+      '',
+    ];
+    rows.push(appendRow(`Append, new stream (${n(es.appends)}, concurrency ${es.concurrency})`, es.newStreams));
+    rows.push(appendRow('Append, existing stream (expected revision)', es.hotStreams));
+    rows.push([`Projection catch-up (${es.projection.name}, ${n(es.projection.applied)} applied)`, `${n(es.projection.eventsPerSecond)} events/s`, '', '', '']);
+    rows.push([
+      `Engine: ${n(es.engine.engaged)} custom events engaged (${n(es.engine.facts)} facts)`,
+      `${n(es.engine.eventsPerSecond)} events/s`,
+      `raw, same rows ${n(es.engine.referenceEventsPerSecond)}/s`,
+      x(es.engine.ratio),
+      '',
+    ]);
+  } else rows.push(['Event store and engine', failed(eventStore), '', '', '']);
+
+  const info = store.result;
+  if (info) {
+    rows.push([
+      `Realistic store: ${n(info.events)} events (${n(info.summary.organisations)} organisations, ${n(info.summary.users)} users, ${n(info.summary.customEvents)} custom events)`,
+      `${info.reused ? 'reused; ' : ''}built in ${n(info.generationSeconds, 1)} s (${n(info.cpuSeconds, 1)} s of CPU)${info.reused ? ` on ${info.generatedAt.slice(0, 10)}` : ''}`,
+      '',
+      '',
+      `< 120 s: ${met(info.generationSeconds < 120)}`,
+    ]);
+  } else rows.push(['Realistic store', failed(store), '', '', '']);
+
+  const rb = rebuild.result;
+  const perProjection: string[][] = [];
+  if (rb) {
+    const r = rb.rebuild;
+    const t = rb.targets;
+    rows.push(['Keyset read of the whole log, pages of 5,000 (reference)', `${n(rb.reference.eventsPerSecond)} events/s`, '', '1.00×', '']);
+    rows.push([
+      `Rebuild of all ${r.projections.length} read models at once${r.complete ? '' : ` (**unfinished after ${r.timeoutSeconds} s**)`}`,
+      `${n(r.eventsPerSecond)} events/s (${n(r.seconds, 1)} s)`,
+      'keyset read',
+      x(r.ratio),
+      `≥ ${n(t.eventsPerSecond)}/s and ≥ ${t.ratio}×: ${met(r.complete && r.eventsPerSecond >= t.eventsPerSecond && r.ratio >= t.ratio)}`,
+    ]);
+    rows.push([
+      `Slowest read model (${r.slowest.name})`,
+      `${n(r.slowest.eventsPerSecond)} events/s`,
+      'keyset read',
+      x(r.slowest.ratio),
+      `≥ ${t.slowestRatio}×: ${met(r.complete && r.slowest.ratio >= t.slowestRatio)}`,
+    ]);
+    rows.push([
+      'Peak RSS of the rebuilding process',
+      `${n(r.peakRssMb)} MB (${n(r.baselineRssMb)} MB at its start)`,
+      '',
+      '',
+      `≤ ${t.peakRssMb} MB: ${met(r.peakRssMb <= t.peakRssMb)}`,
+    ]);
+    rows.push(['Peak PostgreSQL connections of the rebuilding process', n(r.peakConnections), '', '', '']);
+    rows.push(['Events parked by the rebuild', n(r.parked), '', '', `0: ${met(r.parked === 0)}`]);
+    for (const p of [...r.projections].sort((a, b) => (a.seconds ?? Infinity) - (b.seconds ?? Infinity))) {
+      perProjection.push([
+        p.name,
+        p.seconds === null ? `not yet (${n((100 * p.processed) / rb.events)}% after ${n(r.seconds)} s)` : `${n(p.seconds, 1)} s`,
+        n(p.eventsPerSecond),
+        x(p.ratio),
+        n(p.parked),
+      ]);
+    }
+  } else rows.push(['Rebuild of every read model', failed(rebuild), '', '', '']);
+
+  const lr = lag.result;
+  if (lr) {
+    rows.push([
+      `Write capacity: custom events logged at concurrency 8, consumers running (${n(lr.eventsPerWrite, 1)} events in the log per write with the engine's)`,
+      `${n(lr.capacity.writesPerSecond)} writes/s (p50 ${n(lr.capacity.ackMs.p50, 1)} ms, p99 ${n(lr.capacity.ackMs.p99, 1)} ms)`,
+      '',
+      '',
+      '',
+    ]);
+    rows.push([
+      `Live lag, write acknowledged → every read model past it (${n(lr.lag.rate, 1)} writes/s for ${n(lr.lag.seconds)} s)`,
+      `p50 ${n(lr.lag.lagMs.p50)} ms, p99 ${n(lr.lag.lagMs.p99)} ms, max ${n(lr.lag.lagMs.max)} ms${lr.lag.unsettled ? `, ${lr.lag.unsettled} never` : ''}`,
+      '',
+      '',
+      `p99 ≤ ${lr.targetP99Ms} ms: ${met(lr.lag.unsettled === 0 && lr.lag.lagMs.p99 <= lr.targetP99Ms)}`,
+    ]);
+  } else rows.push(['Live lag', failed(lag), '', '', '']);
+
+  const lines = [
+    `Run ${context.date} at commit ${context.commit}; ${context.machine}; PostgreSQL ${context.postgres}; BENCH_EVENTS=${context.events}; \`npm run bench\` took ${n(context.totalSeconds)} s.`,
+    '',
+    table(['Benchmark', 'Result', 'Reference', 'Ratio', 'Target'], rows),
+  ];
+  if (perProjection.length > 0) {
+    lines.push('', 'Rebuild, per read model (events/s: events in the log / time until its new generation was live):', '');
+    lines.push(table(['Read model', 'Live after', 'Events/s', 'Ratio to the read', 'Parked'], perProjection));
+  }
+  return lines.join('\n');
+}
+
+function table(header: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.map((cell) => cell.replaceAll('|', '\\|')).join(' | ')} |`;
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+function updateReadme(markdown: string): void {
+  let text: string;
+  try {
+    text = readFileSync(README, 'utf8');
+  } catch {
+    return;
+  }
+  const start = text.indexOf(START_MARK);
+  const end = text.indexOf(END_MARK);
+  if (start < 0 || end < start) return;
+  writeFileSync(README, `${text.slice(0, start + START_MARK.length)}\n${markdown}\n${text.slice(end)}`);
 }
 
 await main();

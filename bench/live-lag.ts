@@ -1,0 +1,260 @@
+/**
+ * Live lag benchmark: a fresh database holding a small programme's set-up (`world.ts`: two organisations,
+ * their communities, 200 users, challenges, rewards, leaderboards), with the service's consumers
+ * running as the service runs them (one ProjectionRunner over every read model and process manager, default
+ * options). Custom events are logged as `POST /events/custom` logs them (the same command parts, through
+ * `handleCommand`), so the engine engages them and the read models follow its facts.
+ *
+ * 1. Write capacity: closed loop at concurrency 8 for BENCH_LAG_CAPACITY_S (default 3) seconds → writes/s.
+ * 2. Lag: an open loop at half that rate for BENCH_LAG_SECONDS (default 10) seconds (each write starts on
+ *    schedule, whatever the others do); for each write, the time from its acknowledgement until every live
+ *    read model's checkpoint has passed its position, seen by one client polling `projection_generations`
+ *    every millisecond or so → p50, p99, max. Target: p99 <= 100 ms.
+ *
+ *   npx tsx bench/live-lag.ts
+ */
+import pg from 'pg';
+import { communityCheck } from '../command-api/custom-events.ts';
+import { handleCommand, type CommandPart } from '../command-api/command-handling.ts';
+import { customEventDecider, type CustomEventCommand, type CustomEventPayload } from '../domain/custom-event.ts';
+import { openPostgres } from '../infra/database.ts';
+import { PostgresEventStore } from '../infra/event-store/postgres.ts';
+import { newId } from '../infra/ids.ts';
+import { projections } from '../projectors/index.ts';
+import { ProjectionRunner, prepareProjections, waitForProjections } from '../projectors/runtime/index.ts';
+import { migrate } from '../service.ts';
+import { writeWorld } from './million-store.ts';
+import { percentiles, runIfMain, scratchDatabase, silentLogger, sleep, type Percentiles } from './support.ts';
+
+export const LAG_TARGET_P99_MS = 100;
+
+const CONCURRENCY = 8;
+/** How long a write may take to show in every read model before it counts as lost (and the run fails). */
+const SETTLE_TIMEOUT_MS = 60_000;
+
+export interface LiveLagResult {
+  seedEvents: number;
+  /** Events in the log per custom event logged: the event, and what the engine appended for it. */
+  eventsPerWrite: number;
+  capacity: { writesPerSecond: number; writes: number; seconds: number; ackMs: Percentiles };
+  lag: {
+    rate: number;
+    writes: number;
+    seconds: number;
+    ackMs: Percentiles;
+    lagMs: Percentiles;
+    /** Writes the read models had not passed SETTLE_TIMEOUT_MS after the last one (counted at that timeout). */
+    unsettled: number;
+    pollIntervalMs: number;
+  };
+  readModels: string[];
+  targetP99Ms: number;
+}
+
+interface Member {
+  organisationId: string;
+  tokenId: string;
+  userId: string;
+  externalUserId: string;
+  communityId: string;
+}
+
+export async function benchLiveLag(): Promise<LiveLagResult> {
+  const capacitySeconds = Number(process.env.BENCH_LAG_CAPACITY_S ?? 3);
+  const lagSeconds = Number(process.env.BENCH_LAG_SECONDS ?? 10);
+  const scratch = await scratchDatabase('engage_bench_live');
+  const database = await openPostgres(scratch.url(), { max: 10, applicationName: 'engage-bench-service' });
+  const store = new PostgresEventStore(database);
+  let runner: ProjectionRunner | null = null;
+  const poller = new pg.Client({ connectionString: scratch.url('engage-bench-poller') });
+  poller.on('error', () => undefined);
+  try {
+    await migrate(database.db);
+    // The programme's set-up only, three days ago (its challenges and leaderboards have started): its custom
+    // events are the ones logged below, engaged by the engine running here.
+    const seed = await writeWorld(
+      scratch.url('engage-bench-generator'),
+      1,
+      { organisations: 2, users: 400, communitiesPerOrganisation: 3, challengesPerCommunity: 4, leaderboardsPerOrganisation: 8 },
+      Date.now() - 3 * 86_400_000,
+    );
+    const members = await membersOf(store);
+
+    await prepareProjections(database.db, projections);
+    // As the service runs them: batches take at most half the pool.
+    runner = new ProjectionRunner(database, store, projections, silentLogger, { concurrency: 5 });
+    await runner.start();
+    const readModels = projections.filter((consumer) => consumer.kind === 'projection').map((consumer) => consumer.name);
+    const everyConsumer = projections.map((consumer) => consumer.name);
+    await settled(store, database.db, everyConsumer);
+
+    let written = 0;
+    const write = async () => {
+      const member = members[written++ % members.length]!;
+      const started = performance.now();
+      const handled = await handleCommand(store, logCustomEvent(member, written), {
+        organisationId: member.organisationId,
+        actor: member.tokenId,
+        occurredAt: new Date().toISOString(),
+      });
+      return { position: handled.position!, ackAt: performance.now(), ackMs: performance.now() - started };
+    };
+
+    // 1. Capacity: eight writers back to back.
+    const capacityAcks: number[] = [];
+    const capacityStarted = performance.now();
+    const capacityEnd = capacityStarted + capacitySeconds * 1000;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (performance.now() < capacityEnd) capacityAcks.push((await write()).ackMs);
+      }),
+    );
+    const capacityElapsed = (performance.now() - capacityStarted) / 1000;
+    const writesPerSecond = capacityAcks.length / capacityElapsed;
+    await settled(store, database.db, everyConsumer);
+
+    // 2. Lag at half the capacity, open loop, with one client watching the read models' checkpoints.
+    await poller.connect();
+    const rate = writesPerSecond / 2;
+    const pending: { position: string; ackAt: number }[] = [];
+    const lags: number[] = [];
+    const acks: number[] = [];
+    let polling = true;
+    let polls = 0;
+    const pollStarted = performance.now();
+    const watching = (async () => {
+      while (polling) {
+        const row = (
+          await poller.query(
+            `select min(checkpoint collate "C") as checkpoint, count(checkpoint) as count from projection_generations
+                              where status = 'live' and name = any($1)`,
+            [readModels],
+          )
+        ).rows[0] as { checkpoint: string | null; count: string };
+        const seenAt = performance.now();
+        polls++;
+        if (row.checkpoint !== null && Number(row.count) === readModels.length) {
+          for (let i = pending.length - 1; i >= 0; i--) {
+            if (pending[i]!.position <= row.checkpoint) {
+              lags.push(seenAt - pending[i]!.ackAt);
+              pending.splice(i, 1);
+            }
+          }
+        }
+        await sleep(1);
+      }
+    })();
+    const writes: Promise<void>[] = [];
+    const total = Math.max(1, Math.round(rate * lagSeconds));
+    const scheduleStarted = performance.now();
+    for (let i = 0; i < total; i++) {
+      const due = scheduleStarted + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+      writes.push(
+        write().then((ack) => {
+          acks.push(ack.ackMs);
+          pending.push({ position: ack.position, ackAt: ack.ackAt });
+        }),
+      );
+    }
+    await Promise.all(writes);
+    const lagElapsed = (performance.now() - scheduleStarted) / 1000;
+    const settleDeadline = performance.now() + SETTLE_TIMEOUT_MS;
+    while (pending.length > 0 && performance.now() < settleDeadline) await sleep(5);
+    polling = false;
+    await watching;
+    const unsettled = pending.length;
+    for (const { ackAt } of pending) lags.push(performance.now() - ackAt);
+    const pollIntervalMs = (performance.now() - pollStarted) / Math.max(1, polls);
+    await settled(store, database.db, everyConsumer);
+    const logged = Number((await poller.query('select count(*) as count from es_events')).rows[0].count);
+
+    return {
+      seedEvents: seed.summary.events,
+      eventsPerWrite: (logged - seed.summary.events) / written,
+      capacity: { writesPerSecond, writes: capacityAcks.length, seconds: capacityElapsed, ackMs: percentiles(capacityAcks) },
+      lag: { rate, writes: total, seconds: lagElapsed, ackMs: percentiles(acks), lagMs: percentiles(lags), unsettled, pollIntervalMs },
+      readModels,
+      targetP99Ms: LAG_TARGET_P99_MS,
+    };
+  } finally {
+    await runner?.stop();
+    await poller.end().catch(() => undefined);
+    await store.close();
+    await database.close();
+    await scratch.drop();
+  }
+}
+
+/** The command parts of `POST /events/custom` for a known user: the community check, then the event on its own stream. */
+function logCustomEvent(member: Member, n: number): CommandPart[] {
+  const eventId = newId();
+  const names = ['check-in', 'page-view', 'purchase', 'video-watched', 'quiz-answer', 'share', 'review'];
+  const name = names[n % names.length]!;
+  const payload: CustomEventPayload =
+    name === 'purchase'
+      ? { amount: 10 + (n % 90), currency: 'EUR' }
+      : name === 'review'
+        ? { rating: 1 + (n % 5) }
+        : name === 'quiz-answer'
+          ? { correct: n % 3 !== 0 }
+          : {};
+  const part: CommandPart<CustomEventCommand> = {
+    stream: `customevent-${eventId}`,
+    decider: customEventDecider,
+    command: {
+      type: 'LogCustomEvent',
+      data: {
+        eventId,
+        organisationId: member.organisationId,
+        communityId: member.communityId,
+        userId: member.userId,
+        externalUserId: member.externalUserId,
+        name,
+        payload,
+        nonce: null,
+        source: { type: 'api', tokenId: member.tokenId },
+        now: new Date().toISOString(),
+      },
+    },
+  };
+  return [communityCheck(member.organisationId, member.communityId), part];
+}
+
+/** The seeded users with a community of theirs and their organisation's API token, from the log. */
+async function membersOf(store: PostgresEventStore): Promise<Member[]> {
+  const tokens = new Map<string, string>();
+  const members: Member[] = [];
+  for (let after: string | null = null; ;) {
+    const page = await store.readAll({ after, limit: 5000, filter: { eventTypes: ['ApiTokenIssued', 'UserCreated'] } });
+    for (const event of page.events) {
+      const data = event.data as { organisationId: string; tokenId?: string; userId?: string; externalUserId?: string; communityIds?: string[] };
+      if (event.type === 'ApiTokenIssued') tokens.set(data.organisationId, data.tokenId!);
+      else
+        members.push({
+          organisationId: data.organisationId,
+          tokenId: '',
+          userId: data.userId!,
+          externalUserId: data.externalUserId!,
+          communityId: data.communityIds![0]!,
+        });
+    }
+    if (page.isEnd) break;
+    after = page.checkpoint;
+  }
+  if (members.length === 0) throw new Error('the seeded programme has no users');
+  return members.map((member) => ({ ...member, tokenId: tokens.get(member.organisationId)! }));
+}
+
+/** Until every consumer has passed the newest event, including what process managers append meanwhile. */
+async function settled(store: PostgresEventStore, db: Parameters<typeof migrate>[0], names: string[]): Promise<void> {
+  for (let previous: string | null = null; ;) {
+    const head = (await store.head())?.position ?? null;
+    if (head === null || head === previous) return;
+    if (!(await waitForProjections(db, names, head, 180_000))) throw new Error('the consumers did not catch up with the log in 3 minutes');
+    previous = head;
+  }
+}
+
+runIfMain(import.meta.url, benchLiveLag);

@@ -1,0 +1,189 @@
+/**
+ * Rebuild benchmark on the realistic store (`million-store.ts`): every read model (kind `projection`)
+ * rebuilt at once, as `engage projections rebuild --all` does it, against a reference measured in the same
+ * run: a keyset read of the whole log in pages of 5,000 (`store.readAll({after, limit: 5000})` to the end).
+ *
+ * As when a new version of every read model starts in a service that is up to date: the live generations
+ * (the previous version, which this runner leaves alone) stand at the head of the log; each rebuild fills a
+ * building generation from the start of the log and swaps it in once it has reached them. Reported: events
+ * in the log / wall time until every one has swapped in, and each projection's own swap time, as events/s
+ * and as a ratio to the read; the peak RSS of this process (sampled every 100 ms) and the peak number of
+ * PostgreSQL sessions its runner held (sampled every 250 ms from a client of its own, by application_name).
+ * A rebuild that has not finished after BENCH_REBUILD_TIMEOUT_S (default 300) is reported with its progress.
+ *
+ *   BENCH_EVENTS=100000 npx tsx bench/rebuild.ts
+ */
+import { sql } from 'kysely';
+import { openPostgres, quoteIdentifier } from '../infra/database.ts';
+import { PostgresEventStore } from '../infra/event-store/postgres.ts';
+import { projections } from '../projectors/index.ts';
+import { requestRebuild } from '../projectors/maintenance.ts';
+import { ProjectionRunner, prepareProjections } from '../projectors/runtime/index.ts';
+import { migrate } from '../service.ts';
+import { ensureStore } from './million-store.ts';
+import { connectionSampler, databaseUrl, rssSampler, runIfMain, silentLogger, sleep } from './support.ts';
+
+export const REBUILD_TARGETS = { eventsPerSecond: 50_000, ratio: 0.3, slowestRatio: 0.1, peakRssMb: 300 } as const;
+
+const RUNNER_APPLICATION = 'engage-bench-runner';
+const READ_PAGE = 5000;
+
+export interface ProjectionRebuild {
+  name: string;
+  /** Seconds from the start until its building generation was live; null when it did not finish in time. */
+  seconds: number | null;
+  /** Events of the log it had passed (all of them once swapped in). */
+  processed: number;
+  eventsPerSecond: number;
+  ratio: number;
+  parked: number;
+}
+
+export interface RebuildResult {
+  database: string;
+  events: number;
+  reference: { eventsPerSecond: number; seconds: number; runs: number[] };
+  rebuild: {
+    complete: boolean;
+    timeoutSeconds: number;
+    seconds: number;
+    eventsPerSecond: number;
+    ratio: number;
+    slowest: { name: string; eventsPerSecond: number; ratio: number };
+    peakRssMb: number;
+    baselineRssMb: number;
+    peakConnections: number;
+    parked: number;
+    projections: ProjectionRebuild[];
+  };
+  targets: typeof REBUILD_TARGETS;
+}
+
+export async function benchRebuild(): Promise<RebuildResult> {
+  const store = await ensureStore();
+  const timeoutSeconds = Number(process.env.BENCH_REBUILD_TIMEOUT_S ?? 300);
+  const database = await openPostgres(databaseUrl(store.database), { max: Number(process.env.BENCH_POOL_SIZE ?? 10), applicationName: RUNNER_APPLICATION });
+  const eventStore = new PostgresEventStore(database);
+  const db = database.db;
+  try {
+    await migrate(db);
+    await resetProjections(db);
+    const events = await eventStore.countAfter(null);
+
+    // The rebuild a new version causes in a service that is up to date: the live generations (one version
+    // behind, so this runner leaves them to the service) stand at the head; a building generation of each
+    // read model fills from the start of the log and swaps in once it has reached them.
+    const readModels = projections.filter((consumer) => consumer.kind === 'projection');
+    await prepareProjections(
+      db,
+      readModels.map((projection) => ({ ...projection, version: projection.version - 1 })),
+    );
+    const head = (await eventStore.head())!.position;
+    await db.updateTable('projection_generations').set({ checkpoint: head }).where('status', '=', 'live').execute();
+    const targets = new Map<string, number>();
+    for (const projection of readModels) targets.set(projection.name, (await requestRebuild(db, projection)).generation);
+
+    const baselineRssMb = process.memoryUsage().rss / 1024 / 1024;
+    const rss = rssSampler();
+    const connections = await connectionSampler(store.database, RUNNER_APPLICATION);
+    const runner = new ProjectionRunner(database, eventStore, readModels, silentLogger, { scanIntervalMs: 250 });
+    const swappedAt = new Map<string, number>();
+    const started = performance.now();
+    await runner.start();
+    const deadline = started + timeoutSeconds * 1000;
+    while (swappedAt.size < targets.size && performance.now() < deadline) {
+      await sleep(100);
+      const live = await db.selectFrom('projection_generations').select(['name', 'generation']).where('status', '=', 'live').execute();
+      const now = performance.now();
+      for (const row of live) {
+        if (targets.get(row.name) === row.generation && !swappedAt.has(row.name)) swappedAt.set(row.name, (now - started) / 1000);
+      }
+    }
+    const seconds = (performance.now() - started) / 1000;
+    await runner.stop();
+    const peakRssMb = await rss.stop();
+    const peakConnections = await connections.stop();
+
+    // The reference after the rebuild, so the pages it leaves on the heap do not count in the rebuild's RSS;
+    // the log is in the page cache either way (it was just written, or read by an earlier run). Best of two.
+    const runs: number[] = [];
+    for (let run = 0; run < 2; run++) runs.push(await keysetRead(eventStore, events));
+    const referenceSeconds = Math.min(...runs);
+    const reference = events / referenceSeconds;
+
+    const parkedRows = await db
+      .selectFrom('projection_parked')
+      .select(['name', (eb) => eb.fn.countAll<string>().as('count')])
+      .groupBy('name')
+      .execute();
+    const parkedOf = (name: string) => Number(parkedRows.find((row) => row.name === name)?.count ?? 0);
+    const rows: ProjectionRebuild[] = [];
+    for (const [name, generation] of targets) {
+      const swapped = swappedAt.get(name);
+      let processed = events;
+      if (swapped === undefined) {
+        const row = await db
+          .selectFrom('projection_generations')
+          .select('checkpoint')
+          .where('name', '=', name)
+          .where('generation', '=', generation)
+          .executeTakeFirst();
+        processed = events - (await eventStore.countAfter((row?.checkpoint as string | null | undefined) ?? null));
+      }
+      const eventsPerSecond = processed / (swapped ?? seconds);
+      rows.push({ name, seconds: swapped ?? null, processed, eventsPerSecond, ratio: eventsPerSecond / reference, parked: parkedOf(name) });
+    }
+    rows.sort((a, b) => a.eventsPerSecond - b.eventsPerSecond);
+    const complete = swappedAt.size === targets.size;
+    const eventsPerSecond = complete ? events / seconds : Math.min(...rows.map((row) => row.processed)) / seconds;
+    const slowest = rows[0]!;
+    return {
+      database: store.database,
+      events,
+      reference: { eventsPerSecond: reference, seconds: referenceSeconds, runs },
+      rebuild: {
+        complete,
+        timeoutSeconds,
+        seconds,
+        eventsPerSecond,
+        ratio: eventsPerSecond / reference,
+        slowest: { name: slowest.name, eventsPerSecond: slowest.eventsPerSecond, ratio: slowest.ratio },
+        peakRssMb,
+        baselineRssMb,
+        peakConnections,
+        parked: parkedRows.reduce((sum, row) => sum + Number(row.count), 0),
+        projections: rows,
+      },
+      targets: REBUILD_TARGETS,
+    };
+  } finally {
+    await eventStore.close();
+    await database.close();
+  }
+}
+
+/** The reference: the whole log read in order, a page of 5,000 at a time, as a rebuild's subscription reads it. */
+async function keysetRead(store: PostgresEventStore, expected: number): Promise<number> {
+  const started = performance.now();
+  let after: string | null = null;
+  let read = 0;
+  for (;;) {
+    const page = await store.readAll({ after, limit: READ_PAGE });
+    read += page.events.length;
+    if (page.checkpoint !== null) after = page.checkpoint;
+    if (page.isEnd) break;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  if (read !== expected) throw new Error(`the keyset read saw ${read} events, the log holds ${expected}`);
+  return seconds;
+}
+
+/** A clean slate on a reused store: no generation, no parked event, no view left from an earlier run. */
+async function resetProjections(db: Parameters<typeof migrate>[0]): Promise<void> {
+  const schemas = await sql<{ name: string }>`select nspname as name from pg_namespace where nspname like 'rm\\_%'`.execute(db);
+  for (const { name } of schemas.rows) await sql.raw(`drop schema ${quoteIdentifier(name)} cascade`).execute(db);
+  await db.deleteFrom('projection_generations').execute();
+  await db.deleteFrom('projection_parked').execute();
+}
+
+runIfMain(import.meta.url, benchRebuild);

@@ -1,0 +1,184 @@
+/**
+ * What the benchmarks share: scratch databases on the local PostgreSQL server (dropped `with (force)`,
+ * with error handlers on every client so a terminated connection never crashes the run), percentiles,
+ * and samplers of the process's memory and of its PostgreSQL connections.
+ */
+import { writeFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { pino } from 'pino';
+import { quoteIdentifier } from '../infra/database.ts';
+
+export const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export const silentLogger = pino({ level: 'silent' });
+
+/** The URL of another database on the bench server; `applicationName` tags its sessions in pg_stat_activity. */
+export function databaseUrl(name: string, applicationName?: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  if (applicationName) url.searchParams.set('application_name', applicationName);
+  return url.toString();
+}
+
+/** A client of the server's maintenance database that survives the server terminating it. */
+export async function adminClient(): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}
+
+export async function databaseExists(name: string): Promise<boolean> {
+  const admin = await adminClient();
+  try {
+    return (await admin.query('select 1 from pg_database where datname = $1', [name])).rowCount === 1;
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+}
+
+export async function createDatabase(name: string): Promise<void> {
+  const admin = await adminClient();
+  try {
+    await admin.query(`create database ${quoteIdentifier(name)}`);
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+}
+
+/** Drops a database whatever still holds a session on it; call it after closing this process's pools. */
+export async function dropDatabase(name: string): Promise<void> {
+  const admin = await adminClient();
+  try {
+    await admin.query(`drop database if exists ${quoteIdentifier(name)} with (force)`);
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+}
+
+/** A fresh database of this run's own. */
+export async function scratchDatabase(prefix: string): Promise<{ name: string; url(applicationName?: string): string; drop(): Promise<void> }> {
+  const name = `${prefix}_${Date.now().toString(36)}_${process.pid}`;
+  await createDatabase(name);
+  return { name, url: (applicationName) => databaseUrl(name, applicationName), drop: () => dropDatabase(name) };
+}
+
+export interface Percentiles {
+  count: number;
+  p50: number;
+  p95: number;
+  p99: number;
+  max: number;
+  mean: number;
+}
+
+/** Nearest-rank percentiles of a sample (milliseconds, or whatever unit it is in). */
+export function percentiles(values: readonly number[]): Percentiles {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (p: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!);
+  return {
+    count: sorted.length,
+    p50: at(50),
+    p95: at(95),
+    p99: at(99),
+    max: sorted.length === 0 ? NaN : sorted[sorted.length - 1]!,
+    mean: sorted.length === 0 ? NaN : sorted.reduce((sum, value) => sum + value, 0) / sorted.length,
+  };
+}
+
+/** Samples something every `intervalMs` and keeps the peak. */
+export class PeakSampler {
+  peak = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly sample: () => number | Promise<number>,
+    private readonly intervalMs: number,
+  ) {}
+
+  start(): this {
+    const tick = () => {
+      if (this.running) return;
+      this.running = Promise.resolve()
+        .then(this.sample)
+        .then((value) => {
+          if (value > this.peak) this.peak = value;
+        })
+        .catch(() => undefined)
+        .finally(() => (this.running = null));
+    };
+    tick();
+    this.timer = setInterval(tick, this.intervalMs);
+    return this;
+  }
+
+  async stop(): Promise<number> {
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+    return this.peak;
+  }
+}
+
+/** Peak resident set size of this process, sampled every 100 ms, in MB. */
+export function rssSampler(): PeakSampler {
+  return new PeakSampler(() => process.memoryUsage().rss / 1024 / 1024, 100).start();
+}
+
+/**
+ * Peak number of sessions a process opened as `applicationName` on the database (its pool, and its
+ * `<name>:listen`, `<name>:control` and `<name>:session` connections), sampled every 250 ms from one client
+ * of its own, which is not counted.
+ */
+export async function connectionSampler(database: string, applicationName: string): Promise<{ stop(): Promise<number> }> {
+  const client = new pg.Client({ connectionString: databaseUrl(database, 'engage-bench-sampler') });
+  client.on('error', () => undefined);
+  await client.connect();
+  const sampler = new PeakSampler(
+    async () =>
+      Number(
+        (
+          await client.query(
+            `select count(*) as count from pg_stat_activity
+             where datname = current_database() and (application_name = $1 or application_name like $1 || ':%')`,
+            [applicationName],
+          )
+        ).rows[0].count,
+      ),
+    250,
+  ).start();
+  return {
+    async stop() {
+      const peak = await sampler.stop();
+      await client.end().catch(() => undefined);
+      return peak;
+    },
+  };
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs `main` when the file is the process's entry point (each benchmark also runs alone, and `run.ts`
+ * runs each in a process of its own so its memory is its own): the result goes to BENCH_RESULT_FILE as
+ * JSON, or to stdout.
+ */
+export function runIfMain(moduleUrl: string, main: () => Promise<unknown>): void {
+  if (!process.argv[1] || moduleUrl !== pathToFileURL(process.argv[1]).href) return;
+  main()
+    .then((result) => {
+      const json = JSON.stringify(result, null, 2);
+      if (process.env.BENCH_RESULT_FILE) writeFileSync(process.env.BENCH_RESULT_FILE, json);
+      else console.log(json);
+      process.exit(0);
+    })
+    .catch((error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    });
+}
+
+export function formatNumber(value: number, digits = 0): string {
+  return Number.isFinite(value) ? value.toLocaleString('en-GB', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '-';
+}
