@@ -51,8 +51,9 @@ export const environment = z.object({
   // Names this process's connections in pg_stat_activity (its LISTEN and control sessions add `:listen` and `:control`).
   APPLICATION_NAME: z
     .string()
-    .regex(/^[A-Za-z0-9_.-]{1,48}$/, 'must be 1 to 48 letters, digits, dots, dashes or underscores')
-    .optional(),
+    .optional()
+    .transform((value) => (value === '' ? undefined : value))
+    .refine((value) => value === undefined || /^[A-Za-z0-9_.-]{1,48}$/.test(value), { message: 'must be 1 to 48 letters, digits, dots, dashes or underscores' }),
   USER_TOKEN_SECRET: z
     .string()
     .optional()

@@ -523,6 +523,8 @@ describe.runIf(server)('PostgreSQL event store: the read horizon', () => {
       const x = BigInt((await blocker.query<{ xid: string }>('select pg_current_xact_id()::text as xid')).rows[0]!.xid);
       // B appends and stays open for now.
       const b = holdOpen((trx) => store.appendInTransaction(trx, [{ stream: `${cat}-b`, events: newEvents(2, 'B') }]));
+      // B has its id before A starts, so B's is the older one.
+      await b.started;
       // A appends (a later id than B), then waits for X's row: the oldest running appender is B, then A.
       let pidOfA!: (pid: number) => void;
       const aPid = new Promise<number>((resolve) => (pidOfA = resolve));

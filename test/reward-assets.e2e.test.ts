@@ -298,6 +298,8 @@ describe('reward entries and reward assets of the signed-in user', () => {
     allocations.raffle = await allocate(acme, rewards.raffle, 100);
     allocations.betaTrip = await allocate(beta, rewards.betaTrip, 100);
 
+    // The hand-outs read the rewards back from the read model: wait until it has them.
+    await t.settle();
     // Entries: u1 into the trip twice (2 + 3) and the raffle once, u2 into the trip once; b1 into beta's trip.
     await handOut(acme, allocations.tripA, rewards.trip, users.u1, 'entries', 2, 0, '2026-01-05T09:00:00.000Z');
     await handOut(acme, allocations.tripB, rewards.trip, users.u1, 'entries', 3, 0, '2026-01-06T09:00:00.000Z');

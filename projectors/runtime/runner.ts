@@ -48,7 +48,7 @@ export class ProjectionRunner {
     private readonly options: RuntimeOptions = {},
   ) {
     this.leases = new LeaseKeeper(database, logger, options.leaseMs ?? 15_000);
-    this.log = new SharedLog(store, { pageSize: options.batchSize ?? 2000, maxCachedEvents: options.maxCachedEvents });
+    this.log = new SharedLog(store, { pageSize: options.batchSize ?? 5000, maxCachedEvents: options.maxCachedEvents });
     this.moves = new CheckpointMoves(database.db);
     this.limiter = new Limiter(options.concurrency ?? 4);
   }
