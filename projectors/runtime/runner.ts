@@ -18,6 +18,8 @@ export interface RuntimeOptions {
   concurrency?: number;
   /** Events kept in memory for consumers reading the same pages. */
   maxCachedEvents?: number;
+  /** How many pages a building generation may run ahead of the slowest other one (see SharedLog). */
+  buildingWindow?: number;
   idlePollMs?: number;
   /** Called inside a batch's transaction after its events were applied and before its checkpoint commits. */
   onBatchApplied?: (name: string, generation: number, batch: SubscriptionBatch) => Promise<void> | void;
@@ -48,7 +50,11 @@ export class ProjectionRunner {
     private readonly options: RuntimeOptions = {},
   ) {
     this.leases = new LeaseKeeper(database, logger, options.leaseMs ?? 15_000);
-    this.log = new SharedLog(store, { pageSize: options.batchSize ?? 5000, maxCachedEvents: options.maxCachedEvents });
+    this.log = new SharedLog(store, {
+      pageSize: options.batchSize ?? 5000,
+      maxCachedEvents: options.maxCachedEvents,
+      buildingWindow: options.buildingWindow ?? (Number(process.env.ENGAGE_BUILDING_WINDOW) || undefined),
+    });
     this.moves = new CheckpointMoves(database.db);
     this.limiter = new Limiter(options.concurrency ?? 4);
   }

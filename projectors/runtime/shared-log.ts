@@ -16,6 +16,20 @@ export interface SharedLogOptions {
   pageSize?: number;
   /** Events kept in memory for consumers that ask for the same page (default 40,000). */
   maxCachedEvents?: number;
+  /**
+   * How many pages a building generation may run ahead of the slowest other building generation (default 6):
+   * a rebuild of many read models then reads each page once and keeps only a few in memory. Live generations
+   * never wait, and a building one waits at most `maxWaitMs` for the others (default 2 s), so a stuck one
+   * slows the rest without stopping them.
+   */
+  buildingWindow?: number;
+  maxWaitMs?: number;
+}
+
+/** Who asks for a page: the runtime's worker, so that building generations keep together. */
+export interface LogReader {
+  readonly id: string;
+  readonly building: boolean;
 }
 
 /**
@@ -31,6 +45,12 @@ export class SharedLog {
   private readonly cached = new Map<string, LogPage>();
   private cachedEvents = 0;
   private readonly inFlight = new Map<string, Promise<LogPage>>();
+  /** Each known page start's place in the chain, counted from this process's first read. */
+  private readonly index = new Map<string, number>();
+  private nextIndex = 0;
+  /** Where each building reader stands in the chain (the index of the page it asked for last). */
+  private readonly building = new Map<string, number>();
+  private moved: { promise: Promise<void>; resolve: () => void } = settled();
   /** Reads that went to the store, and asks served from memory (shared reads count as served). */
   readonly stats = { reads: 0, eventsRead: 0, served: 0 };
 
@@ -43,7 +63,49 @@ export class SharedLog {
     return this.options.pageSize ?? 2000;
   }
 
-  page(after: Position | null): Promise<LogPage> {
+  /** The page after `after`; a building reader first waits until the slowest other building reader is close. */
+  async page(after: Position | null, reader?: LogReader): Promise<LogPage> {
+    const key = after ?? '';
+    if (reader) await this.keepTogether(key, reader);
+    return this.fetchPage(after);
+  }
+
+  /** A reader is done (its worker stopped, or its generation went live): nobody waits for it any more. */
+  leave(reader: LogReader): void {
+    if (this.building.delete(reader.id)) this.wake();
+  }
+
+  private async keepTogether(key: string, reader: LogReader): Promise<void> {
+    const at = this.index.get(key);
+    if (!reader.building) {
+      if (this.building.delete(reader.id)) this.wake();
+      return;
+    }
+    if (at === undefined) return;
+    if (this.building.get(reader.id) !== at) {
+      this.building.set(reader.id, at);
+      this.wake();
+    }
+    const window = this.options.buildingWindow ?? 6;
+    const deadline = Date.now() + (this.options.maxWaitMs ?? 2000);
+    for (;;) {
+      let slowest = Infinity;
+      for (const [id, index] of this.building) if (id !== reader.id && index < slowest) slowest = index;
+      if (slowest === Infinity || at - slowest <= window) return;
+      const left = deadline - Date.now();
+      if (left <= 0) return;
+      const { promise } = this.moved;
+      await Promise.race([promise, new Promise((resolve) => setTimeout(resolve, left))]);
+    }
+  }
+
+  private wake(): void {
+    const { resolve } = this.moved;
+    this.moved = settled();
+    resolve();
+  }
+
+  private fetchPage(after: Position | null): Promise<LogPage> {
     const key = after ?? '';
     const hit = this.cached.get(key);
     if (hit) {
@@ -85,9 +147,20 @@ export class SharedLog {
 
   private remember(key: string, page: LogPage): void {
     this.chain.set(key, page.checkpoint!);
+    if (!this.index.has(key)) this.index.set(key, this.nextIndex++);
+    if (!this.index.has(page.checkpoint!)) this.index.set(page.checkpoint!, this.nextIndex++);
     this.cached.set(key, page);
     this.cachedEvents += page.events.length;
     const limit = this.options.maxCachedEvents ?? 40_000;
+    // Pages no building reader still needs go first, then the oldest.
+    let slowest = Infinity;
+    for (const index of this.building.values()) slowest = Math.min(slowest, index);
+    for (const [oldKey, old] of this.cached) {
+      if (this.cachedEvents <= limit) break;
+      if (oldKey === key || (this.index.get(oldKey) ?? -1) >= slowest) continue;
+      this.cached.delete(oldKey);
+      this.cachedEvents -= old.events.length;
+    }
     for (const [oldKey, old] of this.cached) {
       if (this.cachedEvents <= limit || oldKey === key) break;
       this.cached.delete(oldKey);
@@ -97,8 +170,17 @@ export class SharedLog {
     if (this.chain.size > 8192) {
       for (const oldKey of this.chain.keys()) {
         if (this.chain.size <= 4096) break;
-        if (oldKey !== key) this.chain.delete(oldKey);
+        if (oldKey !== key) {
+          this.chain.delete(oldKey);
+          this.index.delete(oldKey);
+        }
       }
     }
   }
+}
+
+function settled(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
 }

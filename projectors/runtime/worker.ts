@@ -150,6 +150,7 @@ export class GenerationWorker {
         }
       }
     } finally {
+      this.deps.log.leave({ id: `${this.consumer.name}:${this.generation}`, building: this.building });
       this.done();
     }
   }
@@ -165,7 +166,7 @@ export class GenerationWorker {
 
   private async step(stopped: AbortSignal): Promise<void> {
     const from = this.checkpoint ?? null;
-    const page = await this.deps.log.page(from);
+    const page = await this.deps.log.page(from, { id: `${this.consumer.name}:${this.generation}`, building: this.building });
     if (page.checkpoint === from) {
       if (this.building) await this.trySwap(from, true);
       if (this.deps.store.appendVersion() === page.versionAtRead) await this.deps.store.waitForAppends(this.deps.options.idlePollMs ?? 1000, stopped);
