@@ -53,7 +53,7 @@ export class ProjectionRunner {
     this.log = new SharedLog(store, {
       pageSize: options.batchSize ?? 5000,
       maxCachedEvents: options.maxCachedEvents,
-      buildingWindow: options.buildingWindow ?? (Number(process.env.ENGAGE_BUILDING_WINDOW) || undefined),
+      buildingWindow: options.buildingWindow,
     });
     this.moves = new CheckpointMoves(database.db);
     this.limiter = new Limiter(options.concurrency ?? 4);
