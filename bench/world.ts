@@ -51,6 +51,7 @@ import {
 import { fromLocalised, type LocalisedDetails } from '../domain/localised-details.ts';
 import type { DomainNameEvent, OrganisationEvent } from '../domain/organisation.ts';
 import { NO_REDEEMABLE, type Redeemable, type RewardEvent } from '../domain/reward.ts';
+import type { RewardTerms as EngineRewardTerms } from '../process-managers/engagement-engine/state.ts';
 import { rankStandings } from '../domain/standings.ts';
 import type { ExternalUserIdEvent, UserEvent, UserProfile } from '../domain/user.ts';
 import type { VariableConfigEvent } from '../domain/variable-config.ts';
@@ -269,20 +270,13 @@ interface User {
   lastActive: { communityId: string; at: string } | null;
 }
 
-interface RewardTerms {
+/** A reward as the simulation keeps it: what the engine copies into an asset, and how it is handed out. */
+interface RewardTerms extends EngineRewardTerms {
   rewardId: string;
   kind: 'entries' | 'asset';
   communityId: string;
   drawsAt: string | null;
   supply: number;
-  details: RewardAssetGrant['details'];
-  tags: string[];
-  campaigns: string[];
-  additionalCommunityIds: string[];
-  metadata: Record<string, unknown>;
-  redeemable: Redeemable;
-  codes: string[] | null;
-  expiresAt: string | null;
 }
 
 interface AllocationState extends AllocationSupply {

@@ -48,16 +48,24 @@ export interface DueJob {
  * the job is scheduled exactly when the event that asks for it is projected. Scheduling twice is a no-op.
  */
 export async function scheduleJob(db: Kysely<any>, job: DueJob): Promise<void> {
+  await scheduleJobs(db, [job]);
+}
+
+/** Records several jobs in one statement (a batch that asks for many), each as `scheduleJob` would. */
+export async function scheduleJobs(db: Kysely<any>, jobs: readonly DueJob[]): Promise<void> {
+  if (jobs.length === 0) return;
   await db
     .withSchema('public')
     .insertInto('scheduled_jobs')
-    .values({
-      id: job.id,
-      kind: job.kind,
-      organisation_id: job.organisationId ?? null,
-      payload: JSON.stringify(job.payload),
-      due_at: new Date(job.dueAt).toISOString(),
-    })
+    .values(
+      jobs.map((job) => ({
+        id: job.id,
+        kind: job.kind,
+        organisation_id: job.organisationId ?? null,
+        payload: JSON.stringify(job.payload),
+        due_at: new Date(job.dueAt).toISOString(),
+      })),
+    )
     .onConflict((oc) => oc.column('id').doNothing())
     .execute();
 }

@@ -6,13 +6,13 @@ import type { LeaderboardEvent, RankReward } from '../domain/leaderboard.ts';
 import { idFrom } from '../infra/ids.ts';
 import { defineProjection, type Recorded } from './projection.ts';
 import { unnestRows } from './unnest.ts';
+import type { Timestamp } from './columns.ts';
 
 export const ACHIEVEMENTS_PROJECTION = 'achievements';
 
 type Range = Pick<RankReward, 'startRank' | 'endRank'>;
 
 /** A timestamptz: read back as a Date, written as an ISO string (or a Date). */
-type Timestamp = ColumnType<Date, string | Date, string | Date>;
 
 /** One achievement; the columns of the other types are null (`created_at` is when it was earned). */
 export interface AchievementRow {

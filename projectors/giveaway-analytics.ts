@@ -7,13 +7,13 @@ import { localDateOf } from './local-dates.ts';
 import { BatchTimeZones, TIME_ZONE_EVENTS, createTimeZoneTable, isTimeZoneEvent, type TimeZoneEvent, type TimeZoneRow } from './organisation-time-zones.ts';
 import { defineProjection, type Recorded } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
+import type { Timestamp } from './columns.ts';
 
 export const GIVEAWAY_ANALYTICS_PROJECTION = 'giveaway_analytics';
 
 const TIME_ZONES = 'analytics_giveaway_organisations';
 
 /** A timestamptz column: read back as a Date, written as an ISO string or a Date. */
-type Timestamp = ColumnType<Date, string | Date, string | Date>;
 
 export type GiveawayStatus = 'pending' | 'drawn';
 

@@ -1,5 +1,5 @@
 import type { InvitationEvent } from '../domain/invitation.ts';
-import type { DueJob } from '../infra/jobs.ts';
+import { scheduleJobs, type DueJob } from '../infra/jobs.ts';
 import { columnsOf, type Held, type NullableTimestamp, type Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
@@ -21,11 +21,6 @@ export interface TeamInvitationRow {
 export interface InvitationTables {
   team_invitations: TeamInvitationRow;
 }
-
-/** `public.scheduled_jobs` (infra/jobs.ts), the columns scheduling writes. */
-type ScheduledJobTables = {
-  scheduled_jobs: { id: string; kind: string; organisation_id: string | null; payload: string; due_at: string };
-};
 
 /**
  * Team invitations per organisation and e-mail address (pending, emailed, accepted), and the process
@@ -109,22 +104,7 @@ export const invitationsProjection = defineProjection<InvitationTables, Invitati
       }
     }
     await invitations.save(db, (row) => columnsOf(row));
-    if (jobs.size === 0) return;
-    // In the batch's transaction, as `scheduleJob` does: the job exists exactly when its invitation does.
-    await db
-      .withSchema('public')
-      .withTables<ScheduledJobTables>()
-      .insertInto('scheduled_jobs')
-      .values(
-        [...jobs.values()].map((job) => ({
-          id: job.id,
-          kind: job.kind,
-          organisation_id: job.organisationId ?? null,
-          payload: JSON.stringify(job.payload),
-          due_at: new Date(job.dueAt).toISOString(),
-        })),
-      )
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
+    // In the batch's transaction: the job exists exactly when its invitation does.
+    await scheduleJobs(db, [...jobs.values()]);
   },
 });

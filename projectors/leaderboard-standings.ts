@@ -8,11 +8,11 @@ import { BatchTimeZones, createTimeZoneTable, TIME_ZONE_EVENTS, type TimeZoneEve
 import { defineProjection, type Recorded } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 import { unnestRows } from './unnest.ts';
+import type { Timestamp } from './columns.ts';
 
 export const STANDINGS_PROJECTION = 'leaderboard_standings';
 
 /** A timestamptz: read back as a Date, written as an ISO string (or a Date). */
-type Timestamp = ColumnType<Date, string | Date, string | Date>;
 
 /** A leaderboard as the standings count by it (`starts_at`, `expires_at`: the ISO strings of its events). */
 export interface StandingsLeaderboardRow {

@@ -5,12 +5,10 @@ import { assetFromGrant, type RedemptionInformation } from '../domain/reward-ass
 import type { Redeemable } from '../domain/reward.ts';
 import { defineProjection, type Recorded } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
+import type { Json, Timestamp, NullableTimestamp } from './columns.ts';
 
 /** A JSON column: read back parsed, written as JSON text. */
-type Json<T> = ColumnType<T, string, string>;
 /** A timestamptz column: read back as a Date, written as an ISO string or a Date. */
-type Timestamp = ColumnType<Date, string | Date, string | Date>;
-type NullableTimestamp = ColumnType<Date | null, string | Date | null, string | Date | null>;
 
 export interface RewardAssetsTable {
   id: string;

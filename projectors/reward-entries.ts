@@ -2,6 +2,7 @@ import { sql, type ColumnType } from 'kysely';
 import type { AllocationDistributedEvent, GiveawayDrawnEvent } from '../domain/engagement-events.ts';
 import { idFrom } from '../infra/ids.ts';
 import { defineProjection } from './projection.ts';
+import type { Timestamp, NullableTimestamp } from './columns.ts';
 
 /** One entry record per (reward, user): the same id however often it is rebuilt. */
 export function rewardEntryId(rewardId: string, userId: string): string {
@@ -14,9 +15,6 @@ export interface RewardEntryHandOut {
   amount: number;
   createdAt: string;
 }
-
-type Timestamp = ColumnType<Date, string | Date, string | Date>;
-type NullableTimestamp = ColumnType<Date | null, string | Date | null, string | Date | null>;
 
 export interface RewardEntriesTable {
   id: string;

@@ -1,18 +1,7 @@
 // The projector runtime's public face; its parts are split by concern in this folder.
 export type { BatchContext, Consumer, Recorded } from './consumer.ts';
-export {
-  liveGeneration,
-  prepareProjections,
-  projectionRuntimeMigrations,
-  schemaOf,
-  startRebuild,
-  generationRow,
-  runtimeDb,
-  withDdlRetries,
-  type GenerationRow,
-  type RuntimeTables,
-} from './generations.ts';
+export { liveGeneration, prepareProjections, projectionRuntimeMigrations, schemaOf, startRebuild, runtimeDb, type GenerationRow } from './generations.ts';
 export { ProjectionRunner, type RuntimeOptions } from './runner.ts';
 export { projectionStatus, waitForProjections, type ProjectionStatus } from './status.ts';
-export { isTransient, sleep } from './transient.ts';
-export { SharedLog, type LogPage } from './shared-log.ts';
+export { sleep } from './transient.ts';
+export type { LogPage } from './shared-log.ts';

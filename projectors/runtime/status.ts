@@ -32,10 +32,22 @@ export async function projectionStatus(db: UntypedDb, store: EventStore): Promis
     .groupBy(['name', 'generation'])
     .execute();
   const now = Date.now();
+  // Generations fed by one shared reader mostly stand at the same checkpoint: count and read once per distinct one.
+  const behind = new Map<string | null, Promise<{ eventsBehind: number; next: Date | undefined }>>();
+  const lagAfter = (checkpoint: string | null) => {
+    let lag = behind.get(checkpoint);
+    if (!lag) {
+      lag = store.countAfter(checkpoint).then(async (eventsBehind) => ({
+        eventsBehind,
+        next: eventsBehind > 0 ? (await store.readAll({ after: checkpoint, limit: 1 })).events[0]?.createdAt : undefined,
+      }));
+      behind.set(checkpoint, lag);
+    }
+    return lag;
+  };
   return Promise.all(
     rows.map(async (row) => {
-      const eventsBehind = await store.countAfter(row.checkpoint);
-      const next = eventsBehind > 0 ? (await store.readAll({ after: row.checkpoint, limit: 1 })).events[0] : undefined;
+      const { eventsBehind, next } = await lagAfter(row.checkpoint);
       const leased = row.owner !== null && row.until !== null && new Date(row.until).getTime() > now;
       return {
         name: row.name,
@@ -44,7 +56,7 @@ export async function projectionStatus(db: UntypedDb, store: EventStore): Promis
         status: row.status,
         checkpoint: row.checkpoint,
         eventsBehind,
-        secondsBehind: next ? Math.max(0, (now - next.createdAt.getTime()) / 1000) : 0,
+        secondsBehind: next ? Math.max(0, (now - next.getTime()) / 1000) : 0,
         parked: Number(parked.find((p) => p.name === row.name && p.generation === row.generation)?.count ?? 0),
         leaseOwner: leased ? row.owner : null,
         lastError: row.last_error,
