@@ -1,9 +1,9 @@
 import { sql, type ColumnType, type Kysely, type Selectable } from 'kysely';
-import { DateTime } from 'luxon';
 import type { EngagementEvent, LeaderboardWindowEvent } from '../domain/engagement-events.ts';
 import type { Condition, LeaderboardEvent, LeaderboardStatus, MetricType, Period } from '../domain/leaderboard.ts';
 import type { UserEvent } from '../domain/user.ts';
-import { isoWeekOf, leaderboardWindowAt, localDate, type Window } from '../domain/windows.ts';
+import { isoWeekOf, localDate, type Window } from '../domain/windows.ts';
+import { leaderboardWindowOf } from './local-dates.ts';
 import { BatchTimeZones, createTimeZoneTable, TIME_ZONE_EVENTS, type TimeZoneEvent, type TimeZoneRow } from './organisation-time-zones.ts';
 import { defineProjection, type Recorded } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
@@ -282,16 +282,6 @@ interface Move {
   mark?: string;
 }
 
-/** A leaderboard's span in one time zone (epoch milliseconds) and the windows met in it. */
-interface KnownWindows {
-  startsAt: number;
-  expiresAt: number;
-  windows: { start: number; end: number; window: Window }[];
-}
-
-/** An ISO instant with its offset, as `Date.parse` and the calendar read it alike. */
-const WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$/;
-
 type UserVariables = { user_id: string; variables: Record<string, unknown> };
 
 /**
@@ -303,8 +293,6 @@ class BatchLeaderboards {
   private readonly byId = new Map<string, Leaderboard>();
   private readonly byOrganisation = new Map<string, Map<string, Leaderboard>>();
   private readonly changed = new Set<string>();
-  /** Per leaderboard version and time zone, what `windowAt` found. */
-  private readonly windows = new Map<Leaderboard, Map<string, KnownWindows>>();
 
   static async load(db: Db, events: readonly Recorded<StandingsEvent>[], organisationIds: Set<string>): Promise<BatchLeaderboards> {
     const ids = new Set<string>();
@@ -332,7 +320,7 @@ class BatchLeaderboards {
     ofOrganisation.set(leaderboard.id, leaderboard);
   }
 
-  /** A changed leaderboard is a new object, so windows computed for the old one are not reused. */
+  /** A changed leaderboard is a new object; it is saved with the batch. */
   private replace(leaderboard: Leaderboard): void {
     this.hold(leaderboard);
     this.changed.add(leaderboard.id);
@@ -390,33 +378,8 @@ class BatchLeaderboards {
     );
   }
 
-  /**
-   * `leaderboardWindowAt`, reusing what the batch already found: a leaderboard's span and the windows met so
-   * far, per time zone. An instant inside a window found before is in that window (windows partition the
-   * span), and one outside the span is in none. Only an instant written with its offset reads the same in
-   * every zone (then `Date.parse` is the instant); any other is left to the calendar.
-   */
   windowAt(leaderboard: Leaderboard, timeZone: string, instant: string): Window | null {
-    const windowed = { period: leaderboard.period, startsAt: leaderboard.starts_at, expiresAt: leaderboard.expires_at };
-    if (!WITH_OFFSET.test(instant)) return leaderboardWindowAt(windowed, timeZone, instant);
-    let zones = this.windows.get(leaderboard);
-    if (!zones) this.windows.set(leaderboard, (zones = new Map()));
-    let known = zones.get(timeZone);
-    if (!known) {
-      const startsAt = DateTime.fromISO(leaderboard.starts_at, { zone: timeZone }).toMillis();
-      const expiresAt = leaderboard.expires_at === null ? Infinity : DateTime.fromISO(leaderboard.expires_at, { zone: timeZone }).toMillis();
-      zones.set(timeZone, (known = { startsAt, expiresAt, windows: [] }));
-    }
-    const at = Date.parse(instant);
-    // NaN bounds (an unreadable date) compare false: the calendar then says what is wrong.
-    if (at < known.startsAt || at >= known.expiresAt) return null;
-    for (let index = known.windows.length - 1; index >= 0; index--) {
-      const met = known.windows[index]!;
-      if (met.start <= at && at < met.end) return met.window;
-    }
-    const window = leaderboardWindowAt(windowed, timeZone, instant);
-    if (window) known.windows.push({ start: Date.parse(window.start), end: window.end === null ? Infinity : Date.parse(window.end), window });
-    return window;
+    return leaderboardWindowOf({ period: leaderboard.period, startsAt: leaderboard.starts_at, expiresAt: leaderboard.expires_at }, timeZone, instant);
   }
 
   /** The batch's changes: one multi-row upsert. */

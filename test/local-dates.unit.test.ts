@@ -1,7 +1,7 @@
 import { IANAZone } from 'luxon';
 import { describe, expect, it } from 'vitest';
-import { localDate } from '../domain/windows.ts';
-import { localDateOf } from '../projectors/local-dates.ts';
+import { leaderboardWindowAt, localDate, type WindowedLeaderboard } from '../domain/windows.ts';
+import { leaderboardWindowOf, localDateOf } from '../projectors/local-dates.ts';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -58,5 +58,34 @@ describe('localDateOf', () => {
     expect(() => localDateOf('not a date', 'UTC')).toThrow(RangeError);
     expect(() => localDateOf('2027-03-14T04:30:00.000Z', 'Fantasia/Castle')).toThrow(RangeError);
     expect(localDateOf('2027-03-14T24:00:00.000Z', 'UTC')).toBe(localDate('2027-03-14T24:00:00.000Z', 'UTC'));
+  });
+});
+
+describe('leaderboardWindowOf', () => {
+  it('finds the window leaderboardWindowAt finds, for every period, across changes of offset, asked in any order and again', () => {
+    const next = random(11);
+    const zones = ['UTC', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kathmandu'];
+    const leaderboards: WindowedLeaderboard[] = [];
+    for (const period of ['daily', 'weekly', 'monthly', 'yearly', 'open'] as const) {
+      leaderboards.push({ period, startsAt: '2027-01-01T00:00:00.000Z', expiresAt: null });
+      leaderboards.push({ period, startsAt: '2027-02-10T13:30:00.000Z', expiresAt: '2027-11-20T07:00:00.000Z' });
+    }
+    const mismatches: string[] = [];
+    for (const zone of zones) {
+      const instants = [...aroundTransitions(zone), ...Array.from({ length: 60 }, () => Date.UTC(2026, 11, 1) + Math.floor(next() * 400 * DAY))].map((millis) =>
+        new Date(millis).toISOString(),
+      );
+      // Twice, the second time shuffled: answers from the cache must not depend on what was asked before.
+      const shuffled = [...instants].sort(() => next() - 0.5);
+      for (const instant of [...instants, ...shuffled, '2027-03-14T04:30:00+05:00', '2027-03-14T04:30:00']) {
+        for (const leaderboard of leaderboards) {
+          const expected = leaderboardWindowAt(leaderboard, zone, instant);
+          if (JSON.stringify(leaderboardWindowOf(leaderboard, zone, instant)) !== JSON.stringify(expected)) {
+            mismatches.push(`${zone} ${leaderboard.period} ${leaderboard.startsAt} ${instant}`);
+          }
+        }
+      }
+    }
+    expect(mismatches).toEqual([]);
   });
 });
