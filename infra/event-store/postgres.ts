@@ -110,15 +110,15 @@ export const eventStoreMigrations: Record<string, Migration> = {
 };
 
 interface EventRow {
-  transaction_id: string;
-  global_position: string;
+  position: string;
   stream_name: string;
   stream_revision: string;
   event_id: string;
   event_type: string;
   data: unknown;
   metadata: Record<string, unknown>;
-  created_at: Date;
+  /** Epoch milliseconds: a number is several times cheaper to turn into a Date than a timestamp's text. */
+  created_at: number;
   matches?: boolean;
 }
 
@@ -430,7 +430,7 @@ export class PostgresEventStore implements EventStore {
     const last = rows[rows.length - 1];
     return {
       events: rows.filter((row) => row.matches).map(toRecorded),
-      checkpoint: last ? formatPosition(BigInt(last.transaction_id), BigInt(last.global_position)) : null,
+      checkpoint: last ? last.position : null,
       // A read bounded by `until` stops at a known position, never at the end of the log.
       isEnd: !until && rows.length < limit,
     };
@@ -511,16 +511,16 @@ export class PostgresEventStore implements EventStore {
 
 const announceSql = sql`pg_advisory_xact_lock_shared(${sql.raw(String(APPENDER_LOCK[0]))}, ${sql.raw(String(APPENDER_LOCK[1]))})`;
 
+/** The position is formatted by the server (as `formatPosition` does), which saves the reader two BigInts per event. */
 const eventColumns = [
-  sql`transaction_id::text as transaction_id`,
-  sql`global_position`,
+  sql`lpad(to_hex(transaction_id::text::bigint), 16, '0') || lpad(to_hex(global_position), 16, '0') as position`,
   sql`stream_name`,
   sql`stream_revision`,
   sql`event_id::text as event_id`,
   sql`event_type`,
   sql`data`,
   sql`metadata`,
-  sql`created_at`,
+  sql`floor(extract(epoch from created_at) * 1000)::float8 as created_at`,
 ];
 
 function matchesSql(filter: EventFilter | undefined) {
@@ -536,10 +536,10 @@ function toRecorded(row: EventRow): RecordedEvent {
     type: row.event_type,
     stream: row.stream_name,
     revision: BigInt(row.stream_revision),
-    position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)),
+    position: row.position,
     data: row.data,
     metadata: row.metadata,
-    createdAt: row.created_at,
+    createdAt: new Date(row.created_at),
   };
 }
 
