@@ -8,7 +8,8 @@
  * building generation from the start of the log and swaps it in once it has reached them. Reported: events
  * in the log / wall time until every one has swapped in, and each projection's own swap time, as events/s
  * and as a ratio to the read; the peak RSS of this process (sampled every 100 ms) and the peak number of
- * PostgreSQL sessions its runner held (sampled every 250 ms from a client of its own, by application_name).
+ * PostgreSQL sessions its runner held (sampled every 250 ms from a client of its own, by application_name), and
+ * the CPU time this process and those sessions spent: the work, whatever else the machine is doing.
  * A rebuild that has not finished after BENCH_REBUILD_TIMEOUT_S (default 300) is reported with its progress.
  *
  *   BENCH_EVENTS=100000 npx tsx bench/rebuild.ts
@@ -53,6 +54,9 @@ export interface RebuildResult {
     peakRssMb: number;
     baselineRssMb: number;
     peakConnections: number;
+    /** CPU seconds spent by this process (Node) and by its PostgreSQL backends (null when not readable) while rebuilding. */
+    nodeCpuSeconds: number;
+    postgresCpuSeconds: number | null;
     parked: number;
     projections: ProjectionRebuild[];
   };
@@ -88,6 +92,7 @@ export async function benchRebuild(): Promise<RebuildResult> {
     const connections = await connectionSampler(store.database, RUNNER_APPLICATION);
     const runner = new ProjectionRunner(database, eventStore, readModels, silentLogger, { scanIntervalMs: 250 });
     const swappedAt = new Map<string, number>();
+    const cpuAtStart = process.cpuUsage();
     const started = performance.now();
     await runner.start();
     const deadline = started + timeoutSeconds * 1000;
@@ -100,9 +105,10 @@ export async function benchRebuild(): Promise<RebuildResult> {
       }
     }
     const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuAtStart);
     await runner.stop();
     const peakRssMb = await rss.stop();
-    const peakConnections = await connections.stop();
+    const { peakConnections, postgresCpuSeconds } = await connections.stop();
 
     // The reference after the rebuild, so the pages it leaves on the heap do not count in the rebuild's RSS;
     // the log is in the page cache either way (it was just written, or read by an earlier run). Best of two.
@@ -151,6 +157,8 @@ export async function benchRebuild(): Promise<RebuildResult> {
         peakRssMb,
         baselineRssMb,
         peakConnections,
+        nodeCpuSeconds: (cpu.user + cpu.system) / 1e6,
+        postgresCpuSeconds,
         parked: parkedRows.reduce((sum, row) => sum + Number(row.count), 0),
         projections: rows,
       },

@@ -195,6 +195,13 @@ function report(
       `≤ ${t.peakRssMb} MB: ${met(r.peakRssMb <= t.peakRssMb)}`,
     ]);
     rows.push(['Peak PostgreSQL connections of the rebuilding process', n(r.peakConnections), '', '', '']);
+    rows.push([
+      'CPU time of the rebuild: the process (Node) and its PostgreSQL sessions',
+      `${r.nodeCpuSeconds.toFixed(1)} s + ${r.postgresCpuSeconds === null ? 'n/a' : `${r.postgresCpuSeconds.toFixed(1)} s`}: ${n(((r.nodeCpuSeconds + (r.postgresCpuSeconds ?? 0)) * 1e6) / rb.events)} µs of CPU per event`,
+      '',
+      '',
+      '',
+    ]);
     rows.push(['Events parked by the rebuild', n(r.parked), '', '', `0: ${met(r.parked === 0)}`]);
     for (const p of [...r.projections].sort((a, b) => (a.seconds ?? Infinity) - (b.seconds ?? Infinity))) {
       perProjection.push([

@@ -3,7 +3,7 @@
  * with error handlers on every client so a terminated connection never crashes the run), percentiles,
  * and samplers of the process's memory and of its PostgreSQL connections.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -131,30 +131,62 @@ export function rssSampler(): PeakSampler {
  * `<name>:listen`, `<name>:control` and `<name>:session` connections), sampled every 250 ms from one client
  * of its own, which is not counted.
  */
-export async function connectionSampler(database: string, applicationName: string): Promise<{ stop(): Promise<number> }> {
+/**
+ * Samples (every 250 ms) how many sessions `applicationName` holds, and, when PostgreSQL runs on this machine
+ * (its backends' /proc entries are readable), the CPU time those backends spent while sampled: where a
+ * benchmark's time goes on the server's side. `postgresCpuSeconds` is null when it cannot be read.
+ */
+export async function connectionSampler(
+  database: string,
+  applicationName: string,
+): Promise<{ stop(): Promise<{ peakConnections: number; postgresCpuSeconds: number | null }> }> {
   const client = new pg.Client({ connectionString: databaseUrl(database, 'engage-bench-sampler') });
   client.on('error', () => undefined);
   await client.connect();
-  const sampler = new PeakSampler(
-    async () =>
-      Number(
-        (
-          await client.query(
-            `select count(*) as count from pg_stat_activity
-             where datname = current_database() and (application_name = $1 or application_name like $1 || ':%')`,
-            [applicationName],
-          )
-        ).rows[0].count,
-      ),
-    250,
-  ).start();
+  const ticks = new Map<number, { first: number; last: number }>();
+  let readable = true;
+  const sampler = new PeakSampler(async () => {
+    const { rows } = await client.query<{ pid: number }>(
+      `select pid from pg_stat_activity
+       where datname = current_database() and (application_name = $1 or application_name like $1 || ':%')`,
+      [applicationName],
+    );
+    for (const { pid } of rows) {
+      const used = readable ? cpuTicksOf(pid) : null;
+      if (used === null) {
+        readable = false;
+        continue;
+      }
+      const seen = ticks.get(pid);
+      if (seen) seen.last = used;
+      else ticks.set(pid, { first: used, last: used });
+    }
+    return rows.length;
+  }, 250).start();
   return {
     async stop() {
-      const peak = await sampler.stop();
+      const peakConnections = await sampler.stop();
       await client.end().catch(() => undefined);
-      return peak;
+      let used = 0;
+      for (const { first, last } of ticks.values()) used += last - first;
+      return { peakConnections, postgresCpuSeconds: readable && ticks.size > 0 ? used / CLOCK_TICKS : null };
     },
   };
+}
+
+/** Linux's USER_HZ: /proc counts CPU time in hundredths of a second. */
+const CLOCK_TICKS = 100;
+
+/** User + system CPU ticks of a local process, from /proc; null when not readable (another machine, another OS). */
+function cpuTicksOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may hold spaces: count fields after its closing one.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return null;
+  }
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -20,6 +20,9 @@ export interface RuntimeOptions {
   maxCachedEvents?: number;
   /** How many pages a building generation may run ahead of the slowest other one (see SharedLog). */
   buildingWindow?: number;
+  /** A building generation's batch: at most this many pages (default 4) and this many of its events (default 20,000). */
+  buildingBatchPages?: number;
+  buildingBatchEvents?: number;
   idlePollMs?: number;
   /** Called inside a batch's transaction after its events were applied and before its checkpoint commits. */
   onBatchApplied?: (name: string, generation: number, batch: SubscriptionBatch) => Promise<void> | void;
@@ -100,7 +103,12 @@ export class ProjectionRunner {
           moves: this.moves,
           limiter: this.limiter,
           logger: this.logger,
-          options: { idlePollMs: this.options.idlePollMs, onBatchApplied: this.options.onBatchApplied },
+          options: {
+            idlePollMs: this.options.idlePollMs,
+            onBatchApplied: this.options.onBatchApplied,
+            buildingBatchPages: this.options.buildingBatchPages,
+            buildingBatchEvents: this.options.buildingBatchEvents,
+          },
         },
         consumer,
         row.generation,
