@@ -327,6 +327,20 @@ describe('input refused at the edge', () => {
       expect(longest.status).toBe(200);
     });
 
+    it('an x-correlation-id that is not a plain id of at most 128 characters is not stored in the events: the request id is', async () => {
+      const correlationOf = async (correlation: string) => {
+        const response = await t.request('POST', '/api/v2/admin/communities', { ...asAcme({ 'x-correlation-id': correlation }), body: { name: 'Traced' } });
+        expect(response.status).toBe(201);
+        const [event] = await t.service.store.readStream(`community-${response.body.id}`);
+        return { stored: event!.metadata.correlationId, requestId: response.headers['x-request-id'] };
+      };
+      expect((await correlationOf('order-42.retry_1')).stored).toBe('order-42.retry_1');
+      for (const insane of ['x'.repeat(129), 'two words', 'caf\u00e9']) {
+        const { stored, requestId } = await correlationOf(insane);
+        expect(stored).toBe(requestId);
+      }
+    });
+
     it('a date-time with a megabyte of fractional seconds → 400', async () => {
       await refused('POST', '/api/v2/admin/leaderboards', { body: { ...leaderboard, startsAt: `2026-01-05T00:00:00.${'1'.repeat(100_000)}Z` } });
     });

@@ -83,6 +83,14 @@ export function pathProblems(rawPath: string): Issue[] {
   return [];
 }
 
+/**
+ * A client's own id for tracing (`x-request-id`, `x-correlation-id`), kept only when it is 1 to 128 letters,
+ * digits, `_`, `.` or `-`: it is logged and stored in every event's metadata, so it must stay small and plain.
+ */
+export function clientTraceId(value: unknown): string | undefined {
+  return typeof value === 'string' && /^[\w.-]{1,128}$/.test(value) ? value : undefined;
+}
+
 /** Refuses a request whose path or query string holds text the service does not accept (before any route runs). */
 export const acceptedPathAndQuery: RequestHandler = (req, _res, next) => {
   const problems = [...pathProblems(req.path), ...jsonProblems(req.query, 'query')];

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Logger } from '../logging.ts';
-import { acceptedPathAndQuery, jsonBody } from './accepted-input.ts';
+import { acceptedPathAndQuery, clientTraceId, jsonBody } from './accepted-input.ts';
 import { httpMetrics, type Metrics } from '../metrics.ts';
 
 /**
@@ -20,8 +20,7 @@ export function createHttpApp(logger: Logger, bodyLimit: string, metrics?: Metri
     pinoHttp({
       logger,
       genReqId: (req, res) => {
-        const incoming = req.headers['x-request-id'];
-        const id = typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+        const id = clientTraceId(req.headers['x-request-id']) ?? randomUUID();
         res.setHeader('x-request-id', id);
         return id;
       },
