@@ -286,6 +286,8 @@ describe('leaderboards over HTTP', () => {
       '403',
       '404',
       '409',
+      '413',
+      '415',
       '500',
     ]);
     expect(document.paths['/leaderboards'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateLeaderboard' });

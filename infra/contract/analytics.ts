@@ -1,12 +1,15 @@
 import { z } from 'zod';
-import { hexId } from './common.ts';
+import { DATE_RANGE_MESSAGE, EARLIEST_DATE, LATEST_DATE, hexId, isoDate, isoDateTime, withinDateRange } from './common.ts';
 
 /**
  * The analytics family's query parameters and records (the contract's "Analytics records"). Rates and
  * percentages are fractions in [0, 1] rounded to 4 decimals; 0 when there is nothing to divide by.
  */
 
-const localDay = z.union([z.iso.date(), z.iso.datetime({ offset: true })], { error: 'must be a date (YYYY-MM-DD) or an ISO 8601 date-time' }).optional();
+const localDay = z
+  .union([isoDate, isoDateTime], { error: 'must be a date (YYYY-MM-DD) or an ISO 8601 date-time' })
+  .refine(withinDateRange, DATE_RANGE_MESSAGE)
+  .optional();
 
 /** `from` and `to`: a range of whole local days, both ends included. */
 export const dayRange = z.object({
@@ -15,7 +18,8 @@ export const dayRange = z.object({
 });
 
 export const RANGE_DESCRIPTION =
-  "**Range.** `from` and `to` (both optional, both inclusive) select whole days in the organisation's time zone: a date `YYYY-MM-DD` is that local day, a date-time stands for the local day it falls on. `from` after `to` is a 400. Facts count on the local day they happened.";
+  "**Range.** `from` and `to` (both optional, both inclusive) select whole days in the organisation's time zone: a date `YYYY-MM-DD` is that local day, a date-time stands for the local day it falls on. " +
+  `\`from\` after \`to\` is a 400, and so is a date outside ${EARLIEST_DATE} to ${LATEST_DATE}. Facts count on the local day they happened.`;
 
 export const GIVEAWAY_STATUSES = ['pending', 'drawn', 'all'] as const;
 

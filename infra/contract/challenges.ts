@@ -32,7 +32,7 @@ export const criterionSchema = z
     field: z.string().min(1).max(200).describe('dot path into the custom event payload, such as order.total'),
     operator: z.enum(CRITERION_OPERATORS),
     value: z
-      .union([scalar, z.array(scalar)])
+      .union([scalar, z.array(scalar).max(100)])
       .optional()
       .describe(
         'eq, neq, contains: a string, number or boolean (contains: substring of a string field, or element of an array field); gt, gte, lt, lte: a number; in: an array of 1 to 100 scalars; exists: none, or a boolean (false: the field must be absent)',
@@ -74,12 +74,12 @@ export const actionReplacementInput = z
   .meta({ id: 'ActionReplacementInput' });
 
 export const rewardDistributionInput = z
-  .object({
+  .strictObject({
     points: z.number().min(0).default(0),
     xp: z.number().min(0).default(0),
     distributionEventId: lowerHexId.optional().describe('generated when absent'),
     rewardAllocations: z
-      .array(z.object({ rewardId: lowerHexId, allocationId: lowerHexId, amountToDistribute: z.number().int().min(1).default(1) }))
+      .array(z.strictObject({ rewardId: lowerHexId, allocationId: lowerHexId, amountToDistribute: z.number().int().min(1).default(1) }))
       .max(100)
       .default([]),
     numberOfRewardsToReceive: z.number().int().min(0).optional().describe('how many of rewardAllocations a completer receives; default: all of them'),
@@ -91,7 +91,7 @@ export const rewardDistributionInput = z
   }))
   .meta({ id: 'ChallengeRewardDistributionInput', description: 'What completing the whole challenge pays out' });
 
-const videoUrl = z.union([z.literal(''), z.url({ protocol: /^https?$/, error: 'must be an http(s) URL or empty' })]).default('');
+const videoUrl = z.union([z.literal(''), z.url({ protocol: /^https?$/, error: 'must be an http(s) URL or empty' }).max(2048)]).default('');
 export const videoConfigInput = z.object({ videoUrl, isVideoEnabled: z.boolean().default(false) }).meta({ id: 'VideoConfigInput' });
 
 const scheduleDescription = 'ISO 8601 date-time (Z or offset) or date, returned in UTC';

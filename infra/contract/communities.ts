@@ -51,11 +51,14 @@ export const communitySchema = z
   })
   .meta({ id: 'Community' });
 
+const notAVariableKey = 'a letter, then letters, digits, "_", "-" or "."; at most 64 characters';
+
 export const variableConfigBody = z
   .object({
     key: z
       .string()
-      .regex(VARIABLE_KEY_PATTERN, 'a letter, then letters, digits, "_", "-" or "."; at most 64 characters')
+      .max(64, { error: notAVariableKey, abort: true })
+      .regex(VARIABLE_KEY_PATTERN, notAVariableKey)
       .describe('unique per organisation, case-insensitively'),
     type: z.enum(VARIABLE_TYPES),
     description: z.string().max(2000).nullable().default(null),

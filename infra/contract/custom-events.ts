@@ -6,7 +6,7 @@ import { hexId } from './common.ts';
 const eventName = z.string().trim().min(1).max(EVENT_NAME_MAX_LENGTH).describe('name of the custom event (trimmed); actions match it by key');
 
 const payload = z
-  .record(z.string(), z.unknown())
+  .record(z.string().max(PAYLOAD_KEY_MAX_LENGTH), z.unknown())
   .superRefine((value, ctx) => {
     for (const message of payloadProblems(value)) ctx.addIssue({ code: 'custom', message });
   })

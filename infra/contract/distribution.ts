@@ -5,9 +5,11 @@ import { hexId } from './common.ts';
  * The distribution structures shared by games, actions and leaderboards. The contract leaves open which
  * request fields are required; here: amounts default to 0, an allocation needs its reward and a supply,
  * and gets an id when it has none. In responses an allocation also carries `distributed` and `isLive`.
+ * A distribution replaces the one before it whole, so an unknown (mistyped) field is a 400: ignored, it
+ * would reset what it meant to set to 0.
  */
 export const allocationInput = z
-  .object({
+  .strictObject({
     id: hexId.optional().describe('generated when absent'),
     rewardId: hexId,
     supply: z.number().int().min(0).describe('how many can ever be distributed'),
@@ -27,11 +29,11 @@ export const allocationOutput = z
   .meta({ id: 'Allocation' });
 
 export const distributionInput = z
-  .object({
+  .strictObject({
     pointsToDistribute: z.number().min(0).default(0),
     bonusXpToDistribute: z.number().min(0).default(0),
     rewardsConfig: z
-      .object({
+      .strictObject({
         amountToDistribute: z.number().int().min(0).default(0),
         allocations: z.array(allocationInput).max(100).default([]),
       })

@@ -3,6 +3,7 @@ import { canonicalLanguage, canonicalTimeZone, CUSTOM_DOMAIN_KINDS, HOSTNAME_PAT
 
 const hostname = z
   .string()
+  .max(254)
   .trim()
   .toLowerCase()
   .transform((value) => value.replace(/\.$/, ''))
@@ -71,10 +72,12 @@ export const changeSettingsBody = z
     name: z.string().trim().min(1).max(200).optional(),
     timezone: z
       .string()
+      .max(64)
       .refine((value) => canonicalTimeZone(value) !== null, 'must be an IANA time zone such as Europe/Brussels')
       .optional(),
     defaultLanguage: z
       .string()
+      .max(35)
       .refine((value) => canonicalLanguage(value) !== null, 'must be a BCP 47 language tag such as en or nl-BE')
       .optional(),
   })

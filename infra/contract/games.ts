@@ -21,7 +21,7 @@ export const createGameBody = z
   .meta({ id: 'CreateGame' });
 
 export const gameDistributionBody = z
-  .object({
+  .strictObject({
     distributions: z.array(distributionWithIds).min(1).max(100).describe("replaces the game's whole set of prizes; each gets a new id"),
   })
   .superRefine((body, ctx) => refineUniqueAllocationIds(body.distributions, ctx, (i, j) => ['distributions', i, 'rewardsConfig', 'allocations', j, 'id']))

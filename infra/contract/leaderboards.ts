@@ -17,13 +17,13 @@ export const conditionSchema = z
     z.object({
       type: z.literal('variable-config'),
       variableConfigId: hexId,
-      value: z.union([z.string(), z.number(), z.boolean()]).describe('the value the user variable must match'),
+      value: z.union([z.string().max(1000), z.number(), z.boolean()]).describe('the value the user variable must match'),
     }),
   ])
   .meta({ id: 'LeaderboardCondition' });
 
-const leaderboardName = z.string().min(1);
-const leaderboardDescription = z.string().nullable();
+const leaderboardName = z.string().min(1).max(200);
+const leaderboardDescription = z.string().max(2000).nullable();
 const leaderboardExpiry = dateTime.nullable().describe('must be after startsAt');
 const leaderboardConditions = z.array(conditionSchema).max(50);
 
@@ -101,7 +101,7 @@ export const rankDistributionInput = distributionInput
   .meta({ id: 'LeaderboardRankDistributionInput' });
 
 export const assignLeaderboardRewardsBody = z
-  .object({ rewards: z.array(rankDistributionInput).max(100) })
+  .strictObject({ rewards: z.array(rankDistributionInput).max(100) })
   .superRefine((body, ctx) => {
     for (const problem of distributionProblems(body.rewards)) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
   })

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { LANGUAGE_PATTERN, toLocalised } from '../../domain/localised-details.ts';
 
 /** An image is an http(s) URL, or '' for none. */
-const imageUrl = z.union([z.literal(''), z.url({ protocol: /^https?$/, error: 'must be an http(s) URL or empty' })]).default('');
+const imageUrl = z.union([z.literal(''), z.url({ protocol: /^https?$/, error: 'must be an http(s) URL or empty' }).max(2048)]).default('');
 const noImages = { primaryImageUrl: '', secondaryImageUrl: '' };
 const imagesInput = z.object({ primaryImageUrl: imageUrl, secondaryImageUrl: imageUrl }).default(noImages);
 
@@ -20,7 +20,7 @@ export const detailsBlockInput = z
  * (case-insensitively). The order given is kept: the first language is the last fallback on localised reads.
  */
 export const localisedDetailsInput = z
-  .record(z.string().regex(LANGUAGE_PATTERN, 'must be a language tag such as en or pt-BR'), detailsBlockInput)
+  .record(z.string().max(35).regex(LANGUAGE_PATTERN, 'must be a language tag such as en or pt-BR'), detailsBlockInput)
   .superRefine((map, ctx) => {
     const languages = Object.keys(map);
     if (languages.length === 0) ctx.addIssue({ code: 'custom', message: 'needs details in at least one language' });

@@ -18,6 +18,8 @@ const additionalInformation = z.strictObject({
 
 const optionalText = (max: number) => z.string().max(max).nullable().default(null);
 
+const notAPhoneNumber = 'must be a phone number: digits, spaces, ( ) . - and an optional leading +';
+
 const redeemableInput = z
   .strictObject({
     additionalInformation: z.array(additionalInformation).max(50).default([]).describe('user variables to collect when redeeming'),
@@ -28,7 +30,8 @@ const redeemableInput = z
     supportEmail: z.email().max(320).nullable().default(null),
     supportPhoneNumber: z
       .string()
-      .regex(/^\+?[0-9][0-9 ().-]{2,30}$/, 'must be a phone number: digits, spaces, ( ) . - and an optional leading +')
+      .max(32, { error: notAPhoneNumber, abort: true })
+      .regex(/^\+?[0-9][0-9 ().-]{2,30}$/, notAPhoneNumber)
       .nullable()
       .default(null),
     redeemByDate: dateTime.nullable().default(null).describe('the last moment an asset can be redeemed'),
@@ -41,7 +44,11 @@ const common = {
   tags: labels.default([]),
   campaigns: labels.default([]),
   additionalCommunityIds: z.array(id).max(100).default([]),
-  metadata: z.record(z.string(), z.unknown()).default({}).describe('free-form object, returned as given'),
+  metadata: z
+    .record(z.string().max(100), z.unknown())
+    .refine((metadata) => Object.keys(metadata).length <= 100, 'at most 100 keys')
+    .default({})
+    .describe('free-form object, returned as given: at most 100 keys of at most 100 characters'),
 };
 
 /** In the future by the service's clock: the decider checks it, so a test clock decides too. */

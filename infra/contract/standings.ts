@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { pagination } from '../http/pagination.ts';
+import { DATE_RANGE_MESSAGE, isoDate, isoDateTime, withinDateRange } from './common.ts';
 
 export const standingsQuery = pagination.extend({
   window: z
-    .union([z.enum(['current', 'previous']), z.iso.date(), z.iso.datetime({ offset: true })], {
+    .union([z.enum(['current', 'previous']), isoDate, isoDateTime], {
       error: 'must be current, previous, a date (YYYY-MM-DD, in the organisation’s timezone) or an ISO 8601 date-time',
     })
+    .refine((window) => window === 'current' || window === 'previous' || withinDateRange(window), DATE_RANGE_MESSAGE)
     .default('current')
     .describe('current (default), previous, or the window containing a date (local to the organisation) or an instant'),
 });

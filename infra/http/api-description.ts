@@ -2,6 +2,8 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
+import { EARLIEST_DATE, LATEST_DATE } from '../contract/common.ts';
+import { TEXT_RULES } from './accepted-input.ts';
 
 /**
  * Routes declared once, with the zod schemas that validate them; the same declarations produce the
@@ -28,6 +30,12 @@ export const errorBodySchema = z
   })
   .meta({ id: 'Error' });
 
+/** The bounds every request meets, beside the maxLength and maxItems of each field. */
+const LIMITS =
+  'Every string and array of a request has a maximum (`maxLength`, `maxItems`); ' +
+  `dates and date-times lie between ${EARLIEST_DATE} and ${LATEST_DATE} (UTC); ` +
+  'unknown fields of a distribution body (and of the other bodies that say so) are a 400.';
+
 const errorDescriptions: Record<number, string> = {
   400: 'Invalid input data (`BAD_REQUEST`, with `issues`)',
   401: 'Missing, unknown, revoked or wrong-domain token (`UNAUTHORIZED`)',
@@ -35,6 +43,7 @@ const errorDescriptions: Record<number, string> = {
   404: 'Not found (`NOT_FOUND`)',
   409: 'Conflict with the current state or a concurrent write (`CONFLICT`)',
   413: 'Body too large (`PAYLOAD_TOO_LARGE`)',
+  415: 'A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`)',
   500: 'Internal server error (`INTERNAL_SERVER_ERROR`)',
   503: 'A backing store or read model is not available yet (`SERVICE_UNAVAILABLE`, with `Retry-After`)',
 };
@@ -86,7 +95,7 @@ export class ApiDescription {
           ...(response.schema ? { content: { 'application/json': { schema: toSchema(response.schema, 'output') } } } : {}),
         };
       }
-      for (const status of [400, 401, 403, ...(op.method === 'get' ? [404] : []), 500]) {
+      for (const status of [400, 401, 403, ...(op.method === 'get' ? [404] : []), ...(op.body ? [413, 415] : []), 500]) {
         responses[String(status)] ??= {
           description: errorDescriptions[status],
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -105,7 +114,7 @@ export class ApiDescription {
     schemas.Error = toSchema(errorBodySchema, 'output');
     return {
       openapi: '3.1.0',
-      info: { title: this.title, version: '1.0.0', description: this.description },
+      info: { title: this.title, version: '1.0.0', description: `${this.description}\n\n**Input.** ${TEXT_RULES} ${LIMITS}` },
       servers: [{ url: `/api/v2/${this.family}`, description: "The organisation's domain; the Host header picks the organisation" }],
       // The integration family identifies the end user too, with a user token issued through the admin API.
       security: [this.family === 'integration' ? { apiToken: [], userToken: [] } : { apiToken: [] }],

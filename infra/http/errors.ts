@@ -65,12 +65,6 @@ function toHttpError(error: unknown): HttpError | null {
   if (error instanceof WrongExpectedRevisionError || error instanceof EventIdConflictError) {
     return conflict('The resource was changed by another request; retry with fresh data');
   }
-  const bodyError = error as { type?: string; status?: number };
-  if (bodyError?.type === 'entity.too.large') return new HttpError(413, 'PAYLOAD_TOO_LARGE', 'Request body is too large');
-  if (bodyError?.type === 'entity.parse.failed') return badRequest([{ message: 'Body is not valid JSON' }]);
-  if (bodyError?.type === 'encoding.unsupported' || bodyError?.type === 'charset.unsupported') {
-    return new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported body encoding');
-  }
   if (isConnectionFailure(error)) return serviceUnavailable('A backing store is unavailable');
   return null;
 }

@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import express, { type Express } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Logger } from '../logging.ts';
+import { acceptedPathAndQuery, clientTraceId, jsonBody } from './accepted-input.ts';
 import { httpMetrics, type Metrics } from '../metrics.ts';
 
 /**
  * The concerns every route shares, written once: request ids (taken from `x-request-id` when sane, echoed
- * back), one structured log line per request, a JSON body parser with a size limit, and (given metrics)
- * a duration histogram of every request, first so that it times requests the parser refuses too.
+ * back), one structured log line per request, the text rules of accepted-input.ts on path and query, a
+ * JSON body parser with a size limit whose body must follow them too, and (given metrics) a duration
+ * histogram of every request, first so that it times requests the parser refuses too.
  */
 export function createHttpApp(logger: Logger, bodyLimit: string, metrics?: Metrics): Express {
   const app = express();
@@ -18,8 +20,7 @@ export function createHttpApp(logger: Logger, bodyLimit: string, metrics?: Metri
     pinoHttp({
       logger,
       genReqId: (req, res) => {
-        const incoming = req.headers['x-request-id'];
-        const id = typeof incoming === 'string' && /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+        const id = clientTraceId(req.headers['x-request-id']) ?? randomUUID();
         res.setHeader('x-request-id', id);
         return id;
       },
@@ -30,6 +31,6 @@ export function createHttpApp(logger: Logger, bodyLimit: string, metrics?: Metri
       },
     }),
   );
-  app.use(express.json({ limit: bodyLimit, strict: true }));
+  app.use(acceptedPathAndQuery, ...jsonBody(bodyLimit));
   return app;
 }

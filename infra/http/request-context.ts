@@ -6,6 +6,7 @@ import { clockOf } from '../clock.ts';
 import type { EventMetadata, Position } from '../event-store/port.ts';
 import { isPosition } from '../event-store/port.ts';
 import { waitForProjections } from '../../projectors/runtime/index.ts';
+import { clientTraceId } from './accepted-input.ts';
 import { badRequest, serviceUnavailable, zodIssues } from './errors.ts';
 
 /** Metadata every event written on behalf of a request carries. */
@@ -16,7 +17,7 @@ export function eventMetadata(req: Request, res: Response): EventMetadata {
     organisationId: tenant.organisationId,
     actor: tenant.tokenId,
     causationId: requestId,
-    correlationId: req.get('x-correlation-id') ?? requestId,
+    correlationId: clientTraceId(req.get('x-correlation-id')) ?? requestId,
     occurredAt: clockOf(req).now().toISOString(),
   };
 }

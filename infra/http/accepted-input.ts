@@ -1,0 +1,134 @@
+import express, { type RequestHandler } from 'express';
+import { badRequest, HttpError, type ErrorBody } from './errors.ts';
+
+/**
+ * What text the service accepts, decided once for every route before any of them sees the request:
+ * every string of a JSON body (values and object keys, at any depth), every query parameter and every path
+ * segment must be well-formed Unicode without NUL. PostgreSQL cannot store U+0000 in text or JSONB, and an
+ * unpaired UTF-16 surrogate is no character at all, so both would otherwise fail deep inside a write (a 500)
+ * or be silently mangled. Bodies nest at most MAX_JSON_DEPTH levels (the deepest request schema needs about
+ * ten), which keeps every later recursive walk (validation, hashing, serialisation) shallow.
+ */
+export const MAX_JSON_DEPTH = 32;
+
+export const TEXT_RULES =
+  'Text is well-formed Unicode (UTF-8 on the wire) without NUL: a NUL (U+0000) or an unpaired surrogate (\\ud800) in a body string or key, ' +
+  `a query parameter or a path segment, a path that is not valid percent-encoded UTF-8, or a body nested deeper than ${MAX_JSON_DEPTH} levels ` +
+  'is a 400 naming where it was. A body whose Content-Encoding (gzip, deflate, br) does not match it is a 400; any other encoding a 415.';
+
+type Issue = NonNullable<ErrorBody['issues']>[number];
+type Segment = string | number;
+
+/** At most this many issues are listed: enough to fix a request, too few to amplify a hostile one. */
+const MAX_ISSUES = 20;
+
+const NUL = '\u0000';
+// Without the `u` flag the pattern sees UTF-16 code units: a high surrogate not followed by a low one, or a low one not preceded by a high one.
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why `text` is not accepted, or null. */
+export function textProblem(text: string): string | null {
+  if (text.includes(NUL)) return 'must not contain NUL (U+0000)';
+  if (UNPAIRED_SURROGATE.test(text)) return 'must be well-formed Unicode (it contains an unpaired surrogate)';
+  return null;
+}
+
+function issue(path: Segment[], problem: string): Issue {
+  return { message: `${path.join('.')}: ${problem}`, path };
+}
+
+/**
+ * The problems of a parsed JSON value (or query object) under `root`: bad text in values and keys (a bad key
+ * is named by the object that holds it, so the answer does not echo it), and nesting past MAX_JSON_DEPTH.
+ * Iterative, so a hostile depth cannot overflow the stack here.
+ */
+export function jsonProblems(value: unknown, root: Segment): Issue[] {
+  const problems: Issue[] = [];
+  const pending: { value: unknown; path: Segment[] }[] = [{ value, path: [root] }];
+  while (pending.length > 0 && problems.length < MAX_ISSUES) {
+    const { value: current, path } = pending.pop()!;
+    if (typeof current === 'string') {
+      const problem = textProblem(current);
+      if (problem) problems.push(issue(path, problem));
+      continue;
+    }
+    if (current === null || typeof current !== 'object') continue;
+    if (path.length > MAX_JSON_DEPTH) {
+      problems.push(issue([root], `nested deeper than ${MAX_JSON_DEPTH} levels`));
+      break;
+    }
+    const entries: [Segment, unknown][] = Array.isArray(current) ? current.map((item, index) => [index, item]) : Object.entries(current);
+    for (const [key] of entries) {
+      const problem = typeof key === 'string' ? textProblem(key) : null;
+      if (problem) problems.push(issue(path, `a key ${problem}`));
+    }
+    // Pushed last to first, so that they are visited, and their problems listed, in document order.
+    for (let index = entries.length - 1; index >= 0; index--) pending.push({ value: entries[index]![1], path: [...path, entries[index]![0]] });
+  }
+  return problems.slice(0, MAX_ISSUES);
+}
+
+/** The problems of a raw (still percent-encoded) URL path. */
+export function pathProblems(rawPath: string): Issue[] {
+  for (const segment of rawPath.split('/')) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      return [issue(['path'], 'is not valid percent-encoded UTF-8')];
+    }
+    const problem = textProblem(decoded);
+    if (problem) return [issue(['path'], problem)];
+  }
+  return [];
+}
+
+/**
+ * A client's own id for tracing (`x-request-id`, `x-correlation-id`), kept only when it is 1 to 128 letters,
+ * digits, `_`, `.` or `-`: it is logged and stored in every event's metadata, so it must stay small and plain.
+ */
+export function clientTraceId(value: unknown): string | undefined {
+  return typeof value === 'string' && /^[\w.-]{1,128}$/.test(value) ? value : undefined;
+}
+
+/** Refuses a request whose path or query string holds text the service does not accept (before any route runs). */
+export const acceptedPathAndQuery: RequestHandler = (req, _res, next) => {
+  const problems = [...pathProblems(req.path), ...jsonProblems(req.query, 'query')];
+  next(problems.length > 0 ? badRequest(problems) : undefined);
+};
+
+/** Refuses a JSON body holding text the service does not accept, or nested too deeply. */
+const acceptedBody: RequestHandler = (req, _res, next) => {
+  const problems = req.body === undefined ? [] : jsonProblems(req.body, 'body');
+  next(problems.length > 0 ? badRequest(problems) : undefined);
+};
+
+/**
+ * The JSON body parser (with its size limit and gzip, deflate and br decoding), its failures told in the
+ * contract's terms, then the text check of the parsed body.
+ */
+export function jsonBody(limit: string): RequestHandler[] {
+  const parse = express.json({ limit, strict: true });
+  const parseTold: RequestHandler = (req, res, next) => {
+    parse(req, res, (error?: unknown) => next(error === undefined ? undefined : unreadableBody(error, req.get('content-encoding'))));
+  };
+  return [parseTold, acceptedBody];
+}
+
+function unreadableBody(error: unknown, contentEncoding: string | undefined): unknown {
+  const failure = error as { type?: string; status?: number };
+  switch (failure?.type) {
+    case 'entity.too.large':
+      return new HttpError(413, 'PAYLOAD_TOO_LARGE', 'Request body is too large');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported body encoding: send JSON in UTF-8, as is or with Content-Encoding gzip, deflate or br');
+    case 'entity.parse.failed':
+      return badRequest([issue(['body'], 'is not valid JSON')]);
+  }
+  // What is left with a client-error status: the body did not decode as its Content-Encoding says, or arrived cut short.
+  if (typeof failure?.status === 'number' && failure.status >= 400 && failure.status < 500) {
+    return badRequest([issue(['body'], contentEncoding ? `is not valid ${contentEncoding} data` : 'could not be read')]);
+  }
+  return error;
+}
