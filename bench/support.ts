@@ -146,8 +146,10 @@ export async function connectionSampler(
   const ticks = new Map<number, { first: number; last: number }>();
   let readable = true;
   const sampler = new PeakSampler(async () => {
-    const { rows } = await client.query<{ pid: number }>(
-      `select pid from pg_stat_activity
+    // Parallel workers (of a query, of an index rebuild) carry their leader's name: their CPU counts, but
+    // they are not connections.
+    const { rows } = await client.query<{ pid: number; session: boolean }>(
+      `select pid, backend_type = 'client backend' as session from pg_stat_activity
        where datname = current_database() and (application_name = $1 or application_name like $1 || ':%')`,
       [applicationName],
     );
@@ -161,7 +163,7 @@ export async function connectionSampler(
       if (seen) seen.last = used;
       else ticks.set(pid, { first: used, last: used });
     }
-    return rows.length;
+    return rows.filter((row) => row.session).length;
   }, 250).start();
   return {
     async stop() {

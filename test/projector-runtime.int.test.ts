@@ -1,9 +1,18 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
-import { ProjectionRunner, liveGeneration, prepareProjections, projectionStatus, startRebuild, type RuntimeOptions } from '../projectors/runtime/index.ts';
+import {
+  ProjectionRunner,
+  generationRow,
+  liveGeneration,
+  prepareProjections,
+  projectionStatus,
+  startRebuild,
+  type RuntimeOptions,
+} from '../projectors/runtime/index.ts';
 import { listParked, requestRebuild, retryParked, skipParked } from '../projectors/maintenance.ts';
 import type { Projection } from '../projectors/projection.ts';
 import { migrate } from '../service.ts';
@@ -206,6 +215,55 @@ describe('projector runtime', () => {
         .sort(),
     );
     expect(rows.every((row) => row.applied === 1)).toBe(true);
+  });
+
+  it('builds without the WAL, starts again from the start of the log when a server crash wiped the build, and swaps in logged tables', async () => {
+    const db = test.database.db;
+    await appendTally(store, 10, 5);
+    const building = await startRebuild(db, tallyProjection);
+    const schema = `rm_tally_g${building.generation}`;
+    const persistence = async () =>
+      (
+        await sql<{ name: string; persistence: string }>`
+          select c.relname as name, c.relpersistence as persistence from pg_class c join pg_namespace n on n.oid = c.relnamespace
+          where n.nspname = ${schema} and c.relkind = 'r' and c.relname not like 'kysely%' order by c.relname`.execute(db)
+      ).rows;
+    expect(await persistence()).toEqual([
+      { name: 'tally', persistence: 'u' },
+      { name: 'unlogged_build_marker', persistence: 'u' },
+    ]);
+
+    let stopping: Promise<void> | undefined;
+    const interrupted: ProjectionRunner = runner(test, store, {
+      batchSize: 10,
+      onBatchApplied: (_name, generation) => {
+        if (generation === building.generation) stopping ??= interrupted.stop();
+      },
+    });
+    await interrupted.start();
+    await waitUntil(() => stopping !== undefined, 20_000, 'the first batch of the rebuild');
+    await stopping;
+    // What crash recovery does to unlogged tables: they come back empty; the checkpoint, logged, does not move.
+    expect((await generationRow(db, 'tally', building.generation))!.checkpoint).not.toBeNull();
+    await sql.raw(`truncate "${schema}"."tally", "${schema}"."unlogged_build_marker"`).execute(db);
+
+    let firstApplied: string | undefined;
+    const resumed = runner(test, store, {
+      onBatchApplied: (_name, generation, batch) => {
+        if (generation === building.generation && batch.events.length > 0) firstApplied ??= batch.events[0]!.position;
+      },
+    });
+    await resumed.start();
+    await waitUntil(async () => (await liveGeneration(db, 'tally'))?.generation === building.generation, 30_000, 'the restarted rebuild to swap in');
+    await resumed.stop();
+    const all = await store.readAll({ filter: { categories: ['tally'] }, limit: 100_000 });
+    const counted = all.events.filter((event) => event.type !== 'Poison');
+    // Started again from the first event of the log, not from the checkpoint the crash left behind.
+    expect(firstApplied).toBe(counted[0]!.position);
+    const rows = await tallyRows(test);
+    expect(rows.map((row) => row.event_id)).toEqual(counted.map((event) => event.id).sort());
+    expect(rows.every((row) => row.applied === 1)).toBe(true);
+    expect(await persistence()).toEqual([{ name: 'tally', persistence: 'p' }]);
   });
 });
 

@@ -1,6 +1,15 @@
 // The projector runtime's public face; its parts are split by concern in this folder.
 export type { BatchContext, Consumer, Recorded } from './consumer.ts';
-export { liveGeneration, prepareProjections, projectionRuntimeMigrations, schemaOf, startRebuild, runtimeDb, type GenerationRow } from './generations.ts';
+export {
+  generationRow,
+  liveGeneration,
+  prepareProjections,
+  projectionRuntimeMigrations,
+  schemaOf,
+  startRebuild,
+  runtimeDb,
+  type GenerationRow,
+} from './generations.ts';
 export { ProjectionRunner, type RuntimeOptions } from './runner.ts';
 export { projectionStatus, waitForProjections, type ProjectionStatus } from './status.ts';
 export { sleep } from './transient.ts';

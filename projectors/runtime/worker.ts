@@ -5,7 +5,7 @@ import type { EventStore, Position, RecordedEvent, SubscriptionBatch } from '../
 import { scheduleJob } from '../../infra/jobs.ts';
 import type { Logger } from '../../infra/logging.ts';
 import type { BatchContext, Consumer } from './consumer.ts';
-import { generationRow, readyToSwap, runtimeDb, schemaOf, StaleCheckpoint, swapIn } from './generations.ts';
+import { generationRow, readyToSwap, relogBuild, restartWipedBuild, runtimeDb, schemaOf, StaleCheckpoint, swapIn } from './generations.ts';
 import type { LeaseKeeper } from './leases.ts';
 import type { LogPage, SharedLog } from './shared-log.ts';
 import { backoff, isTransient, sleep } from './transient.ts';
@@ -161,8 +161,13 @@ export class GenerationWorker {
 
   /** Reads the generation's row; false when this worker has nothing more to do (retired, gone, other version). */
   private async load(): Promise<boolean> {
-    const row = await generationRow(this.db, this.consumer.name, this.generation);
+    let row = await generationRow(this.db, this.consumer.name, this.generation);
     if (!row || row.status === 'retired' || row.version !== this.consumer.version) return false;
+    if (row.status === 'building' && (await restartWipedBuild(this.db, this.consumer.name, this.generation))) {
+      this.log.warn('a server crash emptied this rebuild’s unlogged tables; rebuilding from the start of the log');
+      row = await generationRow(this.db, this.consumer.name, this.generation);
+      if (!row) return false;
+    }
     this.checkpoint = row.checkpoint;
     this.building = row.status === 'building';
     return true;
@@ -322,6 +327,10 @@ export class GenerationWorker {
       return;
     }
     if (readiness === 'not-yet') return;
+    if ((await relogBuild(this.db, this.consumer.name, this.generation)) === 'wiped') {
+      this.checkpoint = undefined;
+      return;
+    }
     const store = this.deps.store;
     const outcome = await swapIn(
       this.db,
