@@ -50,6 +50,20 @@ async function appendTally(store: PostgresEventStore, streams: number, perStream
   }
 }
 
+/** Runs a rebuild's first batch and stops, as an operator's Ctrl-C or a deploy would. */
+async function rebuildOneBatch(test: TestDatabase, store: PostgresEventStore, generation: number): Promise<void> {
+  let stopping: Promise<void> | undefined;
+  const interrupted: ProjectionRunner = runner(test, store, {
+    batchSize: 10,
+    onBatchApplied: (_name, applied) => {
+      if (applied === generation) stopping ??= interrupted.stop();
+    },
+  });
+  await interrupted.start();
+  await waitUntil(() => stopping !== undefined, 20_000, 'the first batch of the rebuild');
+  await stopping;
+}
+
 describe('projector runtime', () => {
   let test: TestDatabase;
   let store: PostgresEventStore;
@@ -174,16 +188,7 @@ describe('projector runtime', () => {
     await appendTally(store, 10, 5);
     const building = await startRebuild(db, tallyProjection);
     // A rebuild interrupted after its first batch (an operator's Ctrl-C, a deploy).
-    let stopping: Promise<void> | undefined;
-    const interrupted: ProjectionRunner = runner(test, store, {
-      batchSize: 10,
-      onBatchApplied: (_name, generation) => {
-        if (generation === building.generation) stopping ??= interrupted.stop();
-      },
-    });
-    await interrupted.start();
-    await waitUntil(() => stopping !== undefined, 20_000, 'the first batch of the rebuild');
-    await stopping;
+    await rebuildOneBatch(test, store, building.generation);
     const saved = (await db
       .selectFrom('projection_generations')
       .selectAll()
@@ -233,16 +238,7 @@ describe('projector runtime', () => {
       { name: 'unlogged_build_marker', persistence: 'u' },
     ]);
 
-    let stopping: Promise<void> | undefined;
-    const interrupted: ProjectionRunner = runner(test, store, {
-      batchSize: 10,
-      onBatchApplied: (_name, generation) => {
-        if (generation === building.generation) stopping ??= interrupted.stop();
-      },
-    });
-    await interrupted.start();
-    await waitUntil(() => stopping !== undefined, 20_000, 'the first batch of the rebuild');
-    await stopping;
+    await rebuildOneBatch(test, store, building.generation);
     // What crash recovery does to unlogged tables: they come back empty; the checkpoint, logged, does not move.
     expect((await generationRow(db, 'tally', building.generation))!.checkpoint).not.toBeNull();
     await sql.raw(`truncate "${schema}"."tally", "${schema}"."unlogged_build_marker"`).execute(db);
