@@ -39,10 +39,11 @@ const NUMERIC = 1700;
  * `ANSWER_MARGIN_MS` later, for a server that does not answer at all (frozen, or cut off by the network):
  * that session is then closed, never handed out again.
  *
- * Two kinds of work share the pool. Requests (the API, health checks, the CLI) get short limits, so a
- * hung database turns into a 503 within seconds. Background work (projection batches and rebuilds,
- * migrations, jobs: see `inBackground`) folds thousands of events in one transaction and must not be cut
- * by those limits, so its sessions get the long ones; each checkout sets the session to its kind's limits.
+ * Two kinds of work share the pool. Requests (the API, health checks) get short limits, so a hung
+ * database turns into a 503 within seconds. Background work (projection batches and rebuilds, migrations,
+ * jobs, the CLI's commands: see `inBackground`) may fold thousands of events in one transaction or read
+ * the whole log, and must not be cut by those limits, so its sessions get the long ones; each checkout
+ * sets the session to its kind's limits.
  */
 export interface DatabaseTimeouts {
   /** Opening a connection, or waiting for a free one in the pool (DATABASE_CONNECT_TIMEOUT_MS). */
