@@ -27,7 +27,8 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   }
-  const service = await openService(config, logger, planFor(config.role));
+  // A process started before its stores waits for them (a log line per attempt) instead of exiting.
+  const service = await openService(config, logger, { ...planFor(config.role), waitForStores: true });
   const server: Server = service.app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   const address = server.address();

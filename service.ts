@@ -18,7 +18,7 @@ import { customEventLinkCommands, customEventLinkRedemption } from './command-ap
 import { variableConfigCommands } from './command-api/variable-configs.ts';
 import { requireApiToken } from './infra/auth.ts';
 import type { Config } from './infra/config.ts';
-import { openPglite, openPostgres, type Database } from './infra/database.ts';
+import { inBackground, openPglite, openPostgres, waitForPostgres, type Database } from './infra/database.ts';
 import type { EventStore } from './infra/event-store/port.ts';
 import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/postgres.ts';
 import { ApiDescription } from './infra/http/api-description.ts';
@@ -47,7 +47,7 @@ import { rewardEntryQueries } from './query-api/reward-entries.ts';
 import { rewardAssetCommands } from './command-api/reward-assets.ts';
 import { eventQueries } from './query-api/events.ts';
 import { achievementQueries } from './query-api/achievements.ts';
-import { openRedis } from './infra/redis.ts';
+import { openRedis, openRedisProbe } from './infra/redis.ts';
 import { bullmqJobRunner, inProcessJobRunner, jobMigrations, type JobRunner, type JobRunnerOptions } from './infra/jobs.ts';
 import { jobHandlers, type OutsideWorld } from './command-api/jobs.ts';
 import type { Redis } from 'ioredis';
@@ -76,24 +76,38 @@ export interface ServiceOptions {
   clock?: Clock;
   /** `api` (default): the whole HTTP API; `ops`: only /healthz, /readyz and /metrics (projector and worker roles). */
   http?: 'api' | 'ops';
+  /**
+   * Wait for PostgreSQL and Redis to answer, with backoff and a log line per attempt, instead of failing
+   * at once (the server process does; the CLI and tests would rather fail).
+   */
+  waitForStores?: boolean;
 }
 
 /** Opens the stores, applies migrations, prepares the read models and composes the HTTP app. */
 export async function openService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
+  if (config.databaseUrl && options.waitForStores) await waitForPostgres(config.databaseUrl, logger, config.databaseTimeouts.connectMs);
   const database = config.databaseUrl
-    ? await openPostgres(config.databaseUrl, { max: config.databasePoolSize, applicationName: config.applicationName })
+    ? await openPostgres(config.databaseUrl, { max: config.databasePoolSize, applicationName: config.applicationName, timeouts: config.databaseTimeouts })
     : await openPglite(join(config.dataDir, 'pglite'));
   let redis: Redis | null = null;
+  let redisProbe: Redis | null = null;
   try {
-    redis = config.redisUrl ? await openRedis(config.redisUrl) : null;
+    // Without waitForStores, one attempt: the wait gives up on the first failure that is not "unreachable".
+    redis = config.redisUrl
+      ? await openRedis(config.redisUrl, logger, { connectMs: config.redisConnectTimeoutMs, wait: options.waitForStores ?? false })
+      : null;
+    redisProbe = redis && openRedisProbe(redis, config.readyCheckTimeoutMs);
     const metrics = createMetrics();
+    // Migrations and new generations may build indexes over large tables: background limits.
     const store = countingAppends(
-      await underStartupLock(database, async () => {
-        await migrate(database.db);
-        const opened = await openEventStore(config, database);
-        await prepareProjections(database.db, projections);
-        return opened;
-      }),
+      await inBackground(() =>
+        underStartupLock(database, async () => {
+          await migrate(database.db);
+          const opened = await openEventStore(config, database);
+          await prepareProjections(database.db, projections);
+          return opened;
+        }),
+      ),
       metrics,
     );
     const clock = options.clock ?? systemClock;
@@ -108,7 +122,8 @@ export async function openService(config: Config, logger: Logger, options: Servi
     const jobs = redis
       ? bullmqJobRunner(database.db, redis, jobHandlers(ctx, options.outside), logger, jobOptions)
       : inProcessJobRunner(database.db, jobHandlers(ctx, options.outside), logger, jobOptions);
-    if (options.jobs ?? true) await jobs.start();
+    // Jobs run in the background: their loops and timers, started here, keep the background limits.
+    if (options.jobs ?? true) await inBackground(() => jobs.start());
     const consoleSecret = randomBytes(24).toString('base64url');
     return {
       ...ctx,
@@ -116,16 +131,18 @@ export async function openService(config: Config, logger: Logger, options: Servi
       jobs,
       consoleSecret,
       metrics,
-      app: options.http === 'ops' ? operationsApp(ctx, redis, metrics) : composeApp(ctx, consoleSecret, redis, metrics),
+      app: options.http === 'ops' ? operationsApp(ctx, redisProbe, metrics) : composeApp(ctx, consoleSecret, redisProbe, metrics),
       async close() {
         await jobs.stop();
         await runner.stop();
         await store.close();
         await database.close();
+        redisProbe?.disconnect();
         redis?.disconnect();
       },
     };
   } catch (error) {
+    redisProbe?.disconnect();
     redis?.disconnect();
     await database.close();
     throw error;

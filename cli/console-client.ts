@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { runConsoleOperation, type ConsoleOperationName } from '../command-api/console.ts';
 import type { Config } from '../infra/config.ts';
+import { inBackground } from '../infra/database.ts';
 import { runningServer } from '../infra/server-file.ts';
 import { openService, type Service } from '../service.ts';
 
@@ -38,7 +39,8 @@ export async function withConsole<T>(config: Config, work: (run: RunOperation, l
   const logger = pino({ level: ['info', 'warn'].includes(config.logLevel) ? 'error' : config.logLevel }, pino.destination(2));
   const service = await openService(config, logger, { projectors: options.projectors ?? true, jobs: options.jobs ?? true });
   try {
-    return await work((name, input) => runConsoleOperation(service, name, input, 'cli'), service);
+    // An operator's command may rightly read the whole log (a replay, a rebuild): background limits.
+    return await inBackground(() => work((name, input) => runConsoleOperation(service, name, input, 'cli'), service));
   } finally {
     await service.close();
   }

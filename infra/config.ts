@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from './database.ts';
 import { ROLES, type Role } from './roles.ts';
 
 const optionalUrl = (protocols: string[]) =>
@@ -48,12 +49,22 @@ export const environment = z.object({
   READ_YOUR_WRITES_TIMEOUT_MS: integer(5000, 0, 60_000),
   SHUTDOWN_TIMEOUT_MS: integer(10_000, 0, 300_000),
   DATABASE_POOL_SIZE: integer(10, 1, 200),
+  // How long the process waits on its stores (infra/database.ts says why there are two kinds of work).
+  DATABASE_CONNECT_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.connectMs, 100, 60_000),
+  DATABASE_STATEMENT_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.statementMs, 100, 600_000),
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.idleInTransactionMs, 100, 600_000),
+  DATABASE_BACKGROUND_STATEMENT_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.backgroundStatementMs, 1000, 86_400_000),
+  DATABASE_BACKGROUND_IDLE_IN_TRANSACTION_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.backgroundIdleInTransactionMs, 1000, 86_400_000),
+  REDIS_CONNECT_TIMEOUT_MS: integer(1000, 100, 60_000),
+  READY_CHECK_TIMEOUT_MS: integer(1000, 100, 60_000),
   // Names this process's connections in pg_stat_activity (its LISTEN and control sessions add `:listen` and `:control`).
   APPLICATION_NAME: z
     .string()
     .optional()
     .transform((value) => (value === '' ? undefined : value))
-    .refine((value) => value === undefined || /^[A-Za-z0-9_.-]{1,48}$/.test(value), { message: 'must be 1 to 48 letters, digits, dots, dashes or underscores' }),
+    .refine((value) => value === undefined || /^[A-Za-z0-9_.-]{1,48}$/.test(value), {
+      message: 'must be 1 to 48 letters, digits, dots, dashes or underscores',
+    }),
   USER_TOKEN_SECRET: z
     .string()
     .optional()
@@ -80,6 +91,11 @@ export interface Config {
   readYourWritesTimeoutMs: number;
   shutdownTimeoutMs: number;
   databasePoolSize: number;
+  /** Connect, statement and idle-in-transaction limits of PostgreSQL sessions, for requests and for background work. */
+  databaseTimeouts: DatabaseTimeouts;
+  redisConnectTimeoutMs: number;
+  /** Each check of `/readyz` (PostgreSQL, the event store, Redis, the projections' lag) answers within this or counts as down. */
+  readyCheckTimeoutMs: number;
   /** Signs user tokens; when unset, one is generated at first start and kept in `DATA_DIR/user-token-secret`. */
   userTokenSecret: string | undefined;
   /** Where invitation e-mails go (`smtp://user:pass@host:587`); without it they are written to the log instead. */
@@ -126,6 +142,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     readYourWritesTimeoutMs: value.READ_YOUR_WRITES_TIMEOUT_MS,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     databasePoolSize: value.DATABASE_POOL_SIZE,
+    databaseTimeouts: {
+      connectMs: value.DATABASE_CONNECT_TIMEOUT_MS,
+      statementMs: value.DATABASE_STATEMENT_TIMEOUT_MS,
+      idleInTransactionMs: value.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+      backgroundStatementMs: value.DATABASE_BACKGROUND_STATEMENT_TIMEOUT_MS,
+      backgroundIdleInTransactionMs: value.DATABASE_BACKGROUND_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    },
+    redisConnectTimeoutMs: value.REDIS_CONNECT_TIMEOUT_MS,
+    readyCheckTimeoutMs: value.READY_CHECK_TIMEOUT_MS,
     applicationName: value.APPLICATION_NAME ?? `engage-${value.ROLE}`,
     userTokenSecret: value.USER_TOKEN_SECRET,
     smtpUrl: value.SMTP_URL,

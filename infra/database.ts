@@ -1,7 +1,9 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect, type Dialect } from 'kysely';
+import { Kysely, PostgresDialect, sql, type Dialect, type PostgresCursor, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
 import pg from 'pg';
+import type { Logger } from './logging.ts';
 
 /**
  * One handle on PostgreSQL for everything that is not the event store's own wire: read models, tenancy,
@@ -31,27 +33,110 @@ export interface DedicatedSession {
 const INT8 = 20;
 const NUMERIC = 1700;
 
+/**
+ * How long the process waits on PostgreSQL. A statement's limit is enforced twice: by the server
+ * (`statement_timeout`, which cancels the statement and keeps the session) and by the process itself
+ * `ANSWER_MARGIN_MS` later, for a server that does not answer at all (frozen, or cut off by the network):
+ * that session is then closed, never handed out again.
+ *
+ * Two kinds of work share the pool. Requests (the API, health checks) get short limits, so a hung
+ * database turns into a 503 within seconds. Background work (projection batches and rebuilds, migrations,
+ * jobs, the CLI's commands: see `inBackground`) may fold thousands of events in one transaction or read
+ * the whole log, and must not be cut by those limits, so its sessions get the long ones; each checkout
+ * sets the session to its kind's limits.
+ */
+export interface DatabaseTimeouts {
+  /** Opening a connection, or waiting for a free one in the pool (DATABASE_CONNECT_TIMEOUT_MS). */
+  connectMs: number;
+  /** A request's statement (DATABASE_STATEMENT_TIMEOUT_MS). */
+  statementMs: number;
+  /** A request's transaction left idle between statements (DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS). */
+  idleInTransactionMs: number;
+  /** A background statement (DATABASE_BACKGROUND_STATEMENT_TIMEOUT_MS). */
+  backgroundStatementMs: number;
+  /** A background transaction left idle between statements (DATABASE_BACKGROUND_IDLE_IN_TRANSACTION_TIMEOUT_MS). */
+  backgroundIdleInTransactionMs: number;
+}
+
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = {
+  connectMs: 1000,
+  statementMs: 2000,
+  idleInTransactionMs: 1000,
+  backgroundStatementMs: 600_000,
+  backgroundIdleInTransactionMs: 60_000,
+};
+
+/** How much longer than the server's own statement timeout the process waits for an answer. */
+export const ANSWER_MARGIN_MS = 1000;
+
+/** PostgreSQL did not answer in time (the process gave up; the server may be frozen or unreachable). */
+export class DatabaseTimeoutError extends Error {
+  // A network time-out: the projector runtime backs off and resumes on it (projectors/runtime/transient.ts).
+  readonly code = 'ETIMEDOUT';
+  constructor(waitedMs: number) {
+    super(`PostgreSQL did not answer within ${waitedMs} ms`);
+    this.name = 'DatabaseTimeoutError';
+  }
+}
+
+type WorkKind = 'request' | 'background';
+const workKind = new AsyncLocalStorage<WorkKind>();
+
+/**
+ * Runs `work`, and everything it starts (its loops, timers and callbacks), with the background limits
+ * (`DatabaseTimeouts`): for work nobody waits on, whose statements and transactions may rightly be long.
+ */
+export function inBackground<T>(work: () => T): T {
+  return workKind.run('background', work);
+}
+
+interface SessionLimits {
+  statementMs: number;
+  idleInTransactionMs: number;
+}
+
+function limitsOf(timeouts: DatabaseTimeouts, kind: WorkKind): SessionLimits {
+  return kind === 'background'
+    ? { statementMs: timeouts.backgroundStatementMs, idleInTransactionMs: timeouts.backgroundIdleInTransactionMs }
+    : { statementMs: timeouts.statementMs, idleInTransactionMs: timeouts.idleInTransactionMs };
+}
+
 export interface PostgresOptions {
   /** Pool connections (DATABASE_POOL_SIZE). The process adds two of its own: LISTEN and the control session. */
   max?: number;
   /** Shown in pg_stat_activity, so an operator can count a process's connections. */
   applicationName?: string;
+  timeouts?: Partial<DatabaseTimeouts>;
 }
 
 export async function openPostgres(connectionString: string, options: PostgresOptions = {}): Promise<Database> {
   const applicationName = options.applicationName ?? 'engage';
-  const pool = new pg.Pool({ connectionString, max: options.max ?? 10, application_name: applicationName, connectionTimeoutMillis: 10_000 });
+  const timeouts = { ...DEFAULT_DATABASE_TIMEOUTS, ...options.timeouts };
+  const requests = limitsOf(timeouts, 'request');
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.max ?? 10,
+    application_name: applicationName,
+    connectionTimeoutMillis: timeouts.connectMs,
+    // New sessions start with the requests' limits; a background checkout raises them (GuardedPool).
+    statement_timeout: requests.statementMs,
+    idle_in_transaction_session_timeout: requests.idleInTransactionMs,
+    keepAlive: true,
+  });
   // A pool emits 'error' for an idle client whose server went away; without a listener Node would crash.
   pool.on('error', () => undefined);
-  await pool.query('select 1');
-  const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new GuardedPool(pool, timeouts) }) });
+  await sql`select 1`.execute(db).catch(async (error: unknown) => {
+    await db.destroy();
+    throw error;
+  });
   const listeners = new Set<ResilientListener>();
   let control: ControlSession | null = null;
   return {
     kind: 'postgres',
     db,
     async listen(channel, onNotify) {
-      const listener = new ResilientListener(connectionString, `${applicationName}:listen`, channel, onNotify);
+      const listener = new ResilientListener(connectionString, `${applicationName}:listen`, channel, onNotify, timeouts);
       listeners.add(listener);
       listener.start();
       return async () => {
@@ -60,7 +145,16 @@ export async function openPostgres(connectionString: string, options: PostgresOp
       };
     },
     async openDedicatedSession() {
-      const client = new pg.Client({ connectionString, application_name: `${applicationName}:session`, connectionTimeoutMillis: 10_000 });
+      // Waits for other processes' start-up work (an advisory lock held through their migrations): background limits.
+      const limits = limitsOf(timeouts, 'background');
+      const client = new pg.Client({
+        connectionString,
+        application_name: `${applicationName}:session`,
+        connectionTimeoutMillis: timeouts.connectMs,
+        statement_timeout: limits.statementMs,
+        query_timeout: limits.statementMs + ANSWER_MARGIN_MS,
+        keepAlive: true,
+      });
       client.on('error', () => undefined);
       await client.connect();
       return {
@@ -71,7 +165,7 @@ export async function openPostgres(connectionString: string, options: PostgresOp
       };
     },
     control() {
-      control ??= new ControlSession(connectionString, `${applicationName}:control`);
+      control ??= new ControlSession(connectionString, `${applicationName}:control`, timeouts.connectMs);
       return control;
     },
     async close() {
@@ -80,6 +174,156 @@ export async function openPostgres(connectionString: string, options: PostgresOp
       await db.destroy();
     },
   };
+}
+
+/**
+ * The pool as Kysely sees it: each checkout sets the session to the limits of the work that takes it
+ * (`inBackground` or not), and every statement gets an answer or a `DatabaseTimeoutError` within its
+ * limit plus `ANSWER_MARGIN_MS`. A session that timed out is closed instead of going back to the pool: it
+ * may still be inside a statement or a transaction.
+ */
+class GuardedPool implements PostgresPool {
+  private readonly sessionKinds = new WeakMap<pg.PoolClient, WorkKind>();
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly timeouts: DatabaseTimeouts,
+  ) {}
+
+  async connect(): Promise<GuardedSession> {
+    const kind = workKind.getStore() ?? 'request';
+    const limits = limitsOf(this.timeouts, kind);
+    const session = new GuardedSession(await this.pool.connect(), limits.statementMs + ANSWER_MARGIN_MS);
+    if ((this.sessionKinds.get(session.client) ?? 'request') !== kind) {
+      try {
+        await session.query(`select set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $2, false)`, [
+          String(limits.statementMs),
+          String(limits.idleInTransactionMs),
+        ]);
+      } catch (error) {
+        session.release();
+        throw error;
+      }
+      this.sessionKinds.set(session.client, kind);
+    }
+    return session;
+  }
+
+  end(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+class GuardedSession implements PostgresPoolClient {
+  private failure: DatabaseTimeoutError | null = null;
+
+  constructor(
+    readonly client: pg.PoolClient,
+    private readonly answerMs: number,
+  ) {}
+
+  query<R>(text: string, params: readonly unknown[]): Promise<PostgresQueryResult<R>>;
+  query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+  query<R>(text: string | PostgresCursor<R>, params: readonly unknown[] = []): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+    // A cursor (Kysely's streaming, unused here) reads at its own pace: passed through.
+    if (typeof text !== 'string') return this.client.query(text as never);
+    if (this.failure) return Promise.reject(this.failure);
+    // pg's result is what Kysely reads (its `command` typed as a plain string there).
+    const answer = this.client.query<R & pg.QueryResultRow>(text, [...params]) as Promise<unknown> as Promise<PostgresQueryResult<R>>;
+    return settleWithin(answer, this.answerMs, () => (this.failure = new DatabaseTimeoutError(this.answerMs)));
+  }
+
+  release(): void {
+    // With an error the pool closes the session (and its socket) instead of keeping it.
+    this.client.release(this.failure ?? undefined);
+  }
+}
+
+/** `work`'s outcome, or `late()` as a failure once `ms` have passed (`work` goes on, unobserved). */
+export function settleWithin<T>(work: Promise<T>, ms: number, late: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(late()), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Resolves once PostgreSQL at `connectionString` answers: a process started before its database waits for
+ * it (see `waitUntilReachable`). A wrong password or a database that does not exist is not waited out.
+ */
+export function waitForPostgres(connectionString: string, logger: Logger, connectMs = DEFAULT_DATABASE_TIMEOUTS.connectMs): Promise<void> {
+  return waitUntilReachable('PostgreSQL', redactedUrl(connectionString), logger, async () => {
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: connectMs, query_timeout: connectMs });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.query('select 1');
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  });
+}
+
+/**
+ * Calls `attempt` until it succeeds, with backoff (250 ms doubling up to 5 s, with jitter so processes
+ * started together do not knock in step) and a log line per failed attempt, as long as it fails because
+ * the dependency cannot be reached yet (refused, reset, timed out, a name not resolvable yet, starting up,
+ * full). Any other failure throws at once.
+ */
+export async function waitUntilReachable(name: string, where: string, logger: Logger, attempt: () => Promise<void>): Promise<void> {
+  for (let failures = 0; ; failures++) {
+    try {
+      await attempt();
+      if (failures > 0) logger.info({ attempts: failures + 1, at: where }, `${name} answers`);
+      return;
+    } catch (error) {
+      if (!isUnreachable(error)) throw error;
+      const retryInMs = Math.round(Math.min(5000, 250 * 2 ** Math.min(failures, 5)) * (0.75 + Math.random() / 2));
+      logger.warn({ attempt: failures + 1, retryInMs, at: where, reason: reasonOf(error) }, `waiting for ${name}`);
+      await new Promise((resolve) => setTimeout(resolve, retryInMs));
+    }
+  }
+}
+
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  '57P03',
+  '53300',
+]);
+
+function isUnreachable(error: unknown): boolean {
+  const candidate = error as { code?: unknown; message?: unknown; errors?: unknown[] } | null;
+  if (!candidate || typeof candidate !== 'object') return false;
+  if (typeof candidate.code === 'string' && UNREACHABLE_CODES.has(candidate.code)) return true;
+  if (typeof candidate.message === 'string' && /timeout|timed out|terminated|ended unexpectedly|connection is closed/i.test(candidate.message)) return true;
+  return Array.isArray(candidate.errors) && candidate.errors.some(isUnreachable);
+}
+
+/** A failure in one line: its message, or its code, or its parts' (a refused `localhost` fails on each address). */
+function reasonOf(error: unknown): string {
+  const candidate = error as { code?: unknown; message?: unknown; errors?: unknown[] } | null;
+  if (typeof candidate?.message === 'string' && candidate.message) return candidate.message;
+  if (Array.isArray(candidate?.errors) && candidate.errors.length > 0) return candidate.errors.map(reasonOf).join('; ');
+  return String(candidate?.code ?? error);
+}
+
+/** The URL without its password, for logs. */
+export function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(unparsable URL)';
+  }
 }
 
 /**
@@ -98,6 +342,7 @@ class ResilientListener {
     private readonly applicationName: string,
     private readonly channel: string,
     private readonly onNotify: () => void,
+    private readonly timeouts: DatabaseTimeouts,
   ) {}
 
   start(): void {
@@ -106,7 +351,13 @@ class ResilientListener {
 
   private async connect(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.connectionString, application_name: this.applicationName, connectionTimeoutMillis: 10_000 });
+    const client = new pg.Client({
+      connectionString: this.connectionString,
+      application_name: this.applicationName,
+      connectionTimeoutMillis: this.timeouts.connectMs,
+      query_timeout: this.timeouts.statementMs + ANSWER_MARGIN_MS,
+      keepAlive: true,
+    });
     client.on('error', () => undefined);
     client.on('end', () => {
       if (this.client === client) this.client = null;
@@ -162,6 +413,7 @@ export class ControlSession {
   constructor(
     private readonly connectionString: string,
     private readonly applicationName: string,
+    private readonly connectMs: number,
   ) {}
 
   async query<R>(text: string, params: unknown[] = []): Promise<R[]> {
@@ -183,9 +435,10 @@ export class ControlSession {
     const client = new pg.Client({
       connectionString: this.connectionString,
       application_name: this.applicationName,
-      connectionTimeoutMillis: 5000,
+      connectionTimeoutMillis: this.connectMs,
       statement_timeout: 5000,
-      query_timeout: 6000,
+      query_timeout: 5000 + ANSWER_MARGIN_MS,
+      keepAlive: true,
     });
     client.on('error', () => undefined);
     await client.connect();

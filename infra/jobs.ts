@@ -223,6 +223,7 @@ export function bullmqJobRunner(
   const queueConnection = redis.duplicate();
   const workerConnection = redis.duplicate();
   const queue = new Queue(settings.queueName, { connection: queueConnection });
+  queue.on('error', (error) => logger.warn({ err: error }, 'job queue error'));
   let worker: Worker | null = null;
   let timer: NodeJS.Timeout | null = null;
   let feeding: Promise<number> | null = null;
@@ -247,6 +248,8 @@ export function bullmqJobRunner(
     return due.length;
   }
 
+  const feedOnce = () => (feeding ??= feed().finally(() => (feeding = null)));
+
   async function process(job: Job<{ id: string }>): Promise<void> {
     // Claimed by id: a copy delivered twice, or one that runDue already ran, finds nothing to do.
     const row = await claim(db, settings.now(), job.data.id);
@@ -258,11 +261,11 @@ export function bullmqJobRunner(
       worker = new Worker(settings.queueName, process, { connection: workerConnection, concurrency: 4 });
       worker.on('error', (error) => logger.error({ err: error }, 'job worker error'));
       await feed();
-      timer = setInterval(() => void feed().catch((error) => logger.error({ err: error }, 'job feed failed')), settings.pollMs);
+      // One feed at a time: while Redis is away a feed waits for it, and the next ticks must not pile up behind it.
+      timer = setInterval(() => void feedOnce().catch((error) => logger.error({ err: error }, 'job feed failed')), settings.pollMs);
     },
     async runDue() {
-      feeding ??= feed().finally(() => (feeding = null));
-      await feeding;
+      await feedOnce();
       return runAllDue(db, handlers, settings, logger);
     },
     async stop() {

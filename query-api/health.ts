@@ -10,11 +10,13 @@ import type { Logger } from '../infra/logging.ts';
 import type { Metrics } from '../infra/metrics.ts';
 import { liveLag } from '../projectors/maintenance.ts';
 import { projectionStatus } from '../projectors/runtime/index.ts';
-import type { UntypedDb } from '../infra/database.ts';
+import { settleWithin, type UntypedDb } from '../infra/database.ts';
 
 /**
  * `/healthz`: the process answers. `/readyz`: every backing store answers too, and no live projection is
- * further behind than READY_MAX_LAG_SECONDS (503 naming what is not ready). `/metrics`: Prometheus.
+ * further behind than READY_MAX_LAG_SECONDS (503 naming what is not ready); each check answers within
+ * READY_CHECK_TIMEOUT_MS or counts as down, so a hung store makes it a 503, never a hang. `redis` is a
+ * connection that fails fast (`openRedisProbe`), not the job queue's. `/metrics`: Prometheus.
  */
 export function healthRoutes(ctx: ServiceContext, redis: Redis | null, metrics?: Metrics): Router {
   const router = Router();
@@ -25,7 +27,7 @@ export function healthRoutes(ctx: ServiceContext, redis: Redis | null, metrics?:
     const checks: Record<string, () => Promise<unknown>> = {
       postgres: () => sql`select 1`.execute(ctx.database.db),
       eventStore: () => ctx.store.head(),
-      ...(redis ? { redis: () => redis.ping() } : {}),
+      ...(redis ? { redis: () => (redis.status === 'ready' ? redis.ping() : Promise.reject(new Error(`not connected (${redis.status})`))) } : {}),
       ...(ctx.config.readyMaxLagSeconds > 0 ? { projections: () => projectionsWithinLag(ctx.database.db, ctx.store, ctx.config.readyMaxLagSeconds) } : {}),
     };
     const results = await Promise.all(
@@ -33,7 +35,7 @@ export function healthRoutes(ctx: ServiceContext, redis: Redis | null, metrics?:
         async ([name, check]) =>
           [
             name,
-            await check().then(
+            await settleWithin(check(), ctx.config.readyCheckTimeoutMs, () => new Error(`no answer within ${ctx.config.readyCheckTimeoutMs} ms`)).then(
               () => 'ok',
               (error: Error) => `down: ${error.message}`,
             ),

@@ -69,7 +69,13 @@ function toHttpError(error: unknown): HttpError | null {
   return null;
 }
 
+// A store that cannot answer now: refused or lost connections, and every time-out on the way (connect, a
+// free connection in the pool, the server's statement, idle-in-transaction and lock timeouts, and the
+// process's own wait for an answer: DatabaseTimeoutError's ETIMEDOUT). A retry may well succeed: 503.
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '08006', '08001', '57014', '25P03', '55P03', '57P03', '53300']);
+const UNAVAILABLE_MESSAGES = /timeout exceeded when trying to connect|Connection terminated/i;
+
 function isConnectionFailure(error: unknown): boolean {
-  const code = (error as { code?: string })?.code;
-  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === '57P01' || code === '08006' || code === '08001';
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) || (typeof message === 'string' && UNAVAILABLE_MESSAGES.test(message));
 }

@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import type { Database } from '../../infra/database.ts';
+import { inBackground, type Database } from '../../infra/database.ts';
 import type { EventStore, SubscriptionBatch } from '../../infra/event-store/port.ts';
 import type { Logger } from '../../infra/logging.ts';
 import type { Consumer } from './consumer.ts';
@@ -115,7 +115,7 @@ export class ProjectionRunner {
       );
       this.workers.set(key, worker);
       this.leases.want(row.name, row.generation);
-      void worker.run(this.stopped.signal).finally(() => {
+      void inBackground(() => worker.run(this.stopped.signal)).finally(() => {
         this.workers.delete(key);
         this.leases.forget(row.name, row.generation);
       });
