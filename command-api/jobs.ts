@@ -11,6 +11,7 @@ import { signInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { DOMAIN_VERIFICATION_JOB, type DomainVerificationJob } from '../process-managers/domain-verification.ts';
 import { INVITATION_EMAIL_JOB } from '../projectors/invitations.ts';
+import { foldStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { engagementJobHandlers } from './engagement-jobs.ts';
 
@@ -49,7 +50,7 @@ export function jobHandlers(ctx: ServiceContext, outside: OutsideWorld = {}): Re
 
 async function verifyDomain(ctx: ServiceContext, resolveTxt: TxtResolver, job: DomainVerificationJob, context: JobContext): Promise<void> {
   const stream = `organisation-${job.organisationId}`;
-  const state = fold(organisationDecider, (await ctx.store.readStream(stream)).map(({ type, data }) => ({ type, data })) as never[]);
+  const state = await foldStream(ctx.store, stream, organisationDecider);
   const domain = state.domains.get(job.hostname);
   if (!domain || domain.verificationToken !== job.verificationToken || domain.status === 'active' || domain.status === 'failed') return;
   const record: OrganisationCommand = {
@@ -75,12 +76,9 @@ async function verifyDomain(ctx: ServiceContext, resolveTxt: TxtResolver, job: D
 
 async function emailInvitation(ctx: ServiceContext, mailer: Mailer, invitationId: string, context: JobContext): Promise<void> {
   const stream = `invitation-${invitationId}`;
-  const state = fold(invitationDecider, (await ctx.store.readStream(stream)).map(({ type, data }) => ({ type, data })) as never[]);
+  const state = await foldStream(ctx.store, stream, invitationDecider);
   if (!state.exists || state.emailed || state.accepted) return;
-  const { settings, standardDomain } = fold(
-    organisationDecider,
-    (await ctx.store.readStream(`organisation-${state.organisationId}`)).map(({ type, data }) => ({ type, data })) as never[],
-  );
+  const { settings, standardDomain } = await foldStream(ctx.store, `organisation-${state.organisationId}`, organisationDecider);
   if (!settings || !standardDomain) throw new Error(`organisation ${state.organisationId} does not exist`);
   const organisation = { name: settings.name, domain: standardDomain };
   const token = await signInvitationToken(userTokenKey(ctx.config), { invitationId, organisationId: state.organisationId });

@@ -10,7 +10,6 @@ import {
   type InvitationEvent,
   type InviteeEvent,
 } from '../domain/invitation.ts';
-import { fold } from '../domain/decider.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { acceptedInvitationSchema, acceptInvitationBody, inviteTeamBody, inviteTeamResponse } from '../infra/contract/teams.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
@@ -20,7 +19,7 @@ import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { verifyInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import type { CommandPart } from './command-handling.ts';
+import { foldStream, type CommandPart } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
@@ -43,10 +42,7 @@ async function inviteeStanding(store: EventStore, organisationId: string, email:
   if (claim) return 'member';
   if (!invited) return 'free';
   const { invitationId, expiresAt } = (invited as unknown as InviteeEvent).data;
-  const invitation = fold(
-    invitationDecider,
-    (await store.readStream(`invitation-${invitationId}`)).map(({ type, data }) => ({ type, data })) as InvitationEvent[],
-  );
+  const invitation = await foldStream(store, `invitation-${invitationId}`, invitationDecider);
   if (invitation.exists && invitation.accepted) return 'member';
   return Date.parse(now) < Date.parse(expiresAt) ? 'pending' : 'free';
 }
