@@ -77,6 +77,18 @@ program
     printTable(result.projections, ['name', 'generation', 'version', 'status']);
   });
 
+program
+  .command('lookups')
+  .description('lookup streams (action → challenge, token → organisation)')
+  .command('backfill')
+  .description('record the owners of actions and tokens created before the lookups existed; run once after upgrading')
+  .option('--json', 'print as JSON')
+  .action(async (options: { json?: boolean }) => {
+    const result = await run((call) => call('lookups.backfill', {}), { projectors: false, jobs: false });
+    if (options.json) return console.log(JSON.stringify(result));
+    console.log(`Scanned ${result.scanned} events; recorded ${result.recorded} lookups.`);
+  });
+
 const projectionsCommand = program.command('projections').description('read models');
 projectionsCommand
   .command('status')

@@ -1,5 +1,4 @@
 import { Router } from 'express';
-import type { Kysely } from 'kysely';
 import { challengeDecider, type ActionReplacement, type ChallengeEvent, type ChallengeRecord, type ChallengeState } from '../domain/challenge.ts';
 import { freshDistributionView } from '../domain/distribution-entry.ts';
 import type { Decider } from '../domain/decider.ts';
@@ -14,21 +13,15 @@ import {
 } from '../infra/contract/challenges.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { eventMetadata, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
-import type { ChallengeTables } from '../projectors/challenges.ts';
 import type { ServiceContext } from './context.ts';
+import { challengeOfAction, recordActionOwner } from './id-lookups.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
 
-const minPositionHeader = {
-  name: 'x-min-position',
-  description: 'An `x-event-position` from a write: the action is looked up once the read model has caught up with it',
-};
-
 export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<ChallengeTables> = ctx.database.db;
 
   admin.route(
     router,
@@ -38,7 +31,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
       tag: 'Challenges',
       summary: 'Create a challenge: an ordered list of actions',
       description:
-        'Appends `ChallengeCreated` on `challenge-<id>`; each action gets an id. Answers 201 with the challenge and `x-event-position` (send it as `x-min-position` to read your write).',
+        'Appends `ChallengeCreated` on `challenge-<id>`; each action gets an id, recorded on `challengeaction-<actionId>` in the same append. Answers 201 with the challenge and `x-event-position` (send it as `x-min-position` to read your write).',
       body: createChallengeBody,
       headers: [idempotencyKeyHeader],
       responses: { 201: { description: 'The created challenge', schema: challengeSchema } },
@@ -56,6 +49,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
             decider: challengeDecider,
             command: { type: 'CreateChallenge', data: { ...body, actions, challengeId, organisationId, actor: actor!, now: occurredAt! } },
           },
+          ...actions.map(({ actionId }) => recordActionOwner(actionId, challengeId, organisationId)),
         ],
         respond: ([events]) => ({ status: 201, body: challengeView(recordAfter(challengeDecider.initialState, events as ChallengeEvent[])) }),
       });
@@ -97,6 +91,8 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
               data: { challengeId, organisationId, changes: { ...changes, ...(replacement ? { actions: replacement } : {}) }, actor: actor!, now: occurredAt! },
             },
           },
+          // New actions are recorded as the challenge's in the same append (refused with it, if it is refused).
+          ...(replacement ?? []).filter(({ kept }) => !kept).map(({ actionId }) => recordActionOwner(actionId, challengeId, organisationId)),
         ],
         respond: ([events]) => ({ status: 200, body: challengeView(recordAfter(seen.state(), events as ChallengeEvent[])) }),
       });
@@ -111,28 +107,21 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
       tag: 'Challenges',
       summary: "Assign an action's distribution (points, bonus XP, reward allocations)",
       description:
-        "Replaces the action's distribution; appends `ActionDistributionAssigned` on its challenge's stream. Allocations without an id get one. The action is found through the challenges read model: after creating the challenge, send its `x-event-position` as `x-min-position`.",
+        "Replaces the action's distribution; appends `ActionDistributionAssigned` on its challenge's stream. Allocations without an id get one. The action's challenge is found on `challengeaction-<actionId>`, written with the action: an action created a moment ago is found at once.",
       body: actionDistributionBody,
-      headers: [idempotencyKeyHeader, minPositionHeader],
+      headers: [idempotencyKeyHeader],
       responses: {
         200: { description: 'The distribution, with the action id; nothing is distributed yet', schema: actionDistributionSchema },
         404: { description: 'No such action in this organisation' },
       },
     },
-    readYourWrites(db, ['challenges'], ctx.config.readYourWritesTimeoutMs),
     async (req, res) => {
       const actionId = pathId(req.params.actionId, 'Action');
       const distribution = parse(actionDistributionBody, req.body);
       const { organisationId } = tenantOf(res);
       const { actor, occurredAt } = eventMetadata(req, res);
-      const owner = await db
-        .selectFrom('challenge_actions')
-        .select('challenge_id')
-        .where('organisation_id', '=', organisationId)
-        .where('action_id', '=', actionId)
-        .executeTakeFirst();
-      if (!owner) throw notFound('Action not found');
-      const challengeId = owner.challenge_id;
+      const challengeId = await challengeOfAction(ctx.store, organisationId, actionId);
+      if (!challengeId) throw notFound('Action not found');
       await runCommand(ctx, req, res, {
         parts: [
           {

@@ -64,6 +64,15 @@ export function idempotencyStream(idempotency: Pick<Idempotency, 'organisationId
   return `idempotency-${idempotency.organisationId}${createHash('sha256').update(`${idempotency.scope}\n${idempotency.key}`).digest('hex').slice(0, 32)}`;
 }
 
+/** A stream's state as the domain sees it: its events folded with the decider's `evolve`. */
+export async function foldStream<Event, State>(
+  store: EventStore,
+  stream: string,
+  decider: Pick<Decider<unknown, Event, State>, 'initialState' | 'evolve'>,
+): Promise<State> {
+  return fold(decider, (await store.readStream(stream)).map(({ type, data }) => ({ type, data })) as Event[]);
+}
+
 /**
  * Load each stream → fold → decide → append every part atomically, each at the revision it was decided
  * on. A concurrent writer makes the append fail; the whole decision is then retried on fresh state a

@@ -21,6 +21,7 @@ import { jobsStatus } from '../infra/job-status.ts';
 import { underStartupLock } from '../infra/startup-lock.ts';
 import { migrate } from '../service.ts';
 import type { ServiceContext } from './context.ts';
+import { backfillIdLookups } from './id-lookups.ts';
 import { createOrganisation, createOrganisationInput, issueToken, issueTokenInput, revokeToken, revokeTokenInput } from './organisations.ts';
 
 interface ConsoleOperation<Schema extends z.ZodType> {
@@ -87,6 +88,8 @@ export const consoleOperations = {
   /** One page of the whole log for `engage replay`; the CLI asks page after page. */
   'events.read': operation({ input: readLogInput, run: (ctx, input) => readLogPage(ctx.store, input) }),
   'events.count': operation({ input: countLogInput, run: (ctx, input) => countLog(ctx.store, input) }),
+  /** Records the owners of actions and tokens created before those lookups were written (see id-lookups.ts). */
+  'lookups.backfill': operation({ input: z.object({}), run: (ctx) => backfillIdLookups(ctx.store) }),
   'jobs.status': operation({ input: z.object({}), run: (ctx) => jobsStatus(ctx.database.db, ctx.clock.now()) }),
 };
 

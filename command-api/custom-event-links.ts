@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { Router } from 'express';
 import { customEventDecider } from '../domain/custom-event.ts';
 import { LinkExpired, customEventLinkDecider, existingLink, redeemedEvent, type CustomEventLinkEvent } from '../domain/custom-event-link.ts';
-import { fold } from '../domain/decider.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { createCustomEventLinkBody, customEventLinkSchema, customEventSchema, redeemCustomEventLinkBody } from '../infra/contract/custom-events.ts';
 import { errorBodySchema, type ApiDescription } from '../infra/http/api-description.ts';
@@ -12,6 +11,7 @@ import { newId } from '../infra/ids.ts';
 import { linkIdOf, linkSigningKey, linkToken, verifyLinkToken } from '../infra/link-signing.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
+import { foldStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { communityCheck, userById } from './custom-events.ts';
 import { withDecidedState } from './decided-state.ts';
@@ -123,8 +123,7 @@ export function customEventLinkRedemption(ctx: ServiceContext, integration: ApiD
       const linkId = linkIdOf(token);
       if (!linkId) throw notFound('Link not found');
       // A link's definition and expiry never change, so the signature is checked once, before deciding.
-      const recorded = await ctx.store.readStream(`link-${linkId}`);
-      const link = fold(customEventLinkDecider, recorded.map((event) => ({ type: event.type, data: event.data })) as CustomEventLinkEvent[]);
+      const link = await foldStream(ctx.store, `link-${linkId}`, customEventLinkDecider);
       if (!link.exists || link.organisationId !== organisationId || !verifyLinkToken(key, token, linkId, link.expiresAt)) throw notFound('Link not found');
       const user = await userById(ctx.store, organisationId, userId);
       if (!user) throw notFound('User not found');

@@ -9,8 +9,7 @@ import {
   type CustomEventEvent,
 } from '../domain/custom-event.ts';
 import { communityDecider } from '../domain/community.ts';
-import { fold } from '../domain/decider.ts';
-import { userDecider, type NewUserProfile, type UserEvent } from '../domain/user.ts';
+import { userDecider, type NewUserProfile } from '../domain/user.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { customEventSchema, logCustomEventBody } from '../infra/contract/custom-events.ts';
 import type { EventStore } from '../infra/event-store/port.ts';
@@ -18,7 +17,7 @@ import { errorBodySchema, type ApiDescription } from '../infra/http/api-descript
 import { conflict } from '../infra/http/errors.ts';
 import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
-import type { CommandPart } from './command-handling.ts';
+import { foldStream, type CommandPart } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { createUserParts, externalUserIdStream } from './users.ts';
 import { runCommand } from './run-command.ts';
@@ -31,8 +30,7 @@ export interface ResolvedUser {
 /** The organisation's user with this platform id, read from its stream; null when there is none. */
 export async function userById(store: EventStore, organisationId: string, userId: string): Promise<ResolvedUser | null> {
   if (!ID_PATTERN.test(userId)) return null;
-  const recorded = await store.readStream(`user-${userId.toLowerCase()}`);
-  const state = fold(userDecider, recorded.map((event) => ({ type: event.type, data: event.data })) as UserEvent[]);
+  const state = await foldStream(store, `user-${userId.toLowerCase()}`, userDecider);
   if (!state.exists || state.organisationId !== organisationId) return null;
   return { userId: state.id, externalUserId: state.externalUserId };
 }

@@ -1,9 +1,8 @@
 import { customEventLinkDecider } from '../domain/custom-event-link.ts';
-import { fold, type DomainEvent } from '../domain/decider.ts';
 import { drawWinners, newDrawSeed } from '../domain/draw.ts';
 import type { LeaderboardWindowEvent } from '../domain/engagement-events.ts';
-import { leaderboardDecider, type LeaderboardEvent } from '../domain/leaderboard.ts';
-import { rewardDecider, type RewardCommand, type RewardEvent } from '../domain/reward.ts';
+import { leaderboardDecider } from '../domain/leaderboard.ts';
+import { rewardDecider, type RewardCommand } from '../domain/reward.ts';
 import { WrongExpectedRevisionError } from '../infra/event-store/port.ts';
 import { idFrom, uuidFrom } from '../infra/ids.ts';
 import { JobNotDueYet, type JobContext, type JobHandler } from '../infra/jobs.ts';
@@ -21,6 +20,7 @@ import {
 import { STANDINGS_PROJECTION } from '../projectors/leaderboard-standings.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
 import { rankedStandings } from '../query-api/leaderboard-standings.ts';
+import { foldStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { appendDecided } from './jobs.ts';
 
@@ -42,14 +42,6 @@ export function engagementJobHandlers(ctx: ServiceContext): Record<string, JobHa
   };
 }
 
-async function folded<Event extends DomainEvent, State>(
-  ctx: ServiceContext,
-  stream: string,
-  decider: { initialState: State; evolve(state: State, event: Event): State },
-) {
-  return fold(decider, (await ctx.store.readStream(stream)).map(({ type, data }) => ({ type, data })) as Event[]);
-}
-
 function settledAfter(ctx: ServiceContext, at: string): void {
   const settled = new Date(Date.parse(at) + ctx.config.settlementDelaySeconds * 1000);
   if (ctx.clock.now() < settled) throw new JobNotDueYet(settled);
@@ -67,7 +59,7 @@ async function caughtUp(ctx: ServiceContext, ...groups: string[][]): Promise<voi
 
 async function changeStatus(ctx: ServiceContext, job: LeaderboardStatusJob, context: JobContext): Promise<void> {
   const stream = `leaderboard-${job.leaderboardId}`;
-  const state = await folded<LeaderboardEvent, ReturnType<typeof leaderboardDecider.evolve>>(ctx, stream, leaderboardDecider);
+  const state = await foldStream(ctx.store, stream, leaderboardDecider);
   if (!state.exists || state.status !== job.from) return;
   const due = job.to === 'live' ? state.startsAt : state.expiresAt;
   if (due === null || Date.parse(due) !== Date.parse(job.at)) return;
@@ -86,7 +78,7 @@ async function changeStatus(ctx: ServiceContext, job: LeaderboardStatusJob, cont
 }
 
 async function closeWindow(ctx: ServiceContext, job: WindowCloseJob, context: JobContext): Promise<void> {
-  const state = await folded<LeaderboardEvent, ReturnType<typeof leaderboardDecider.evolve>>(ctx, `leaderboard-${job.leaderboardId}`, leaderboardDecider);
+  const state = await foldStream(ctx.store, `leaderboard-${job.leaderboardId}`, leaderboardDecider);
   if (!state.exists || state.status === 'draft' || state.status === 'archived') return;
   settledAfter(ctx, job.windowEnd);
   await caughtUp(ctx, [ENGINE_PROCESS], [STANDINGS_PROJECTION]);
@@ -123,7 +115,7 @@ async function closeWindow(ctx: ServiceContext, job: WindowCloseJob, context: Jo
 
 async function drawGiveaway(ctx: ServiceContext, job: GiveawayDrawJob, context: JobContext): Promise<void> {
   const stream = `reward-${job.rewardId}`;
-  const state = await folded<RewardEvent, ReturnType<typeof rewardDecider.evolve>>(ctx, stream, rewardDecider);
+  const state = await foldStream(ctx.store, stream, rewardDecider);
   if (!state.exists || state.drawn || state.reward.kind !== 'entries') return;
   if (Date.parse(state.reward.drawsAt) !== Date.parse(job.drawsAt)) return;
   settledAfter(ctx, job.drawsAt);

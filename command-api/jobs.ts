@@ -1,4 +1,3 @@
-import type { Kysely } from 'kysely';
 import type { Transporter } from 'nodemailer';
 import { fold, type Decider, type DomainEvent } from '../domain/decider.ts';
 import { invitationDecider, type InvitationCommand } from '../domain/invitation.ts';
@@ -12,7 +11,7 @@ import { signInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { DOMAIN_VERIFICATION_JOB, type DomainVerificationJob } from '../process-managers/domain-verification.ts';
 import { INVITATION_EMAIL_JOB } from '../projectors/invitations.ts';
-import type { OrganisationTables } from '../projectors/organisations.ts';
+import { foldStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { engagementJobHandlers } from './engagement-jobs.ts';
 
@@ -51,7 +50,7 @@ export function jobHandlers(ctx: ServiceContext, outside: OutsideWorld = {}): Re
 
 async function verifyDomain(ctx: ServiceContext, resolveTxt: TxtResolver, job: DomainVerificationJob, context: JobContext): Promise<void> {
   const stream = `organisation-${job.organisationId}`;
-  const state = fold(organisationDecider, (await ctx.store.readStream(stream)).map(({ type, data }) => ({ type, data })) as never[]);
+  const state = await foldStream(ctx.store, stream, organisationDecider);
   const domain = state.domains.get(job.hostname);
   if (!domain || domain.verificationToken !== job.verificationToken || domain.status === 'active' || domain.status === 'failed') return;
   const record: OrganisationCommand = {
@@ -77,11 +76,11 @@ async function verifyDomain(ctx: ServiceContext, resolveTxt: TxtResolver, job: D
 
 async function emailInvitation(ctx: ServiceContext, mailer: Mailer, invitationId: string, context: JobContext): Promise<void> {
   const stream = `invitation-${invitationId}`;
-  const state = fold(invitationDecider, (await ctx.store.readStream(stream)).map(({ type, data }) => ({ type, data })) as never[]);
+  const state = await foldStream(ctx.store, stream, invitationDecider);
   if (!state.exists || state.emailed || state.accepted) return;
-  const tenancy: Kysely<OrganisationTables> = ctx.database.db;
-  const organisation = await tenancy.selectFrom('organisations').select(['name', 'domain']).where('id', '=', state.organisationId).executeTakeFirst();
-  if (!organisation) throw new Error(`organisation ${state.organisationId} is not in the read model yet`);
+  const { settings, standardDomain } = await foldStream(ctx.store, `organisation-${state.organisationId}`, organisationDecider);
+  if (!settings || !standardDomain) throw new Error(`organisation ${state.organisationId} does not exist`);
+  const organisation = { name: settings.name, domain: standardDomain };
   const token = await signInvitationToken(userTokenKey(ctx.config), { invitationId, organisationId: state.organisationId });
   const link = `https://${organisation.domain}/invitations/accept?token=${encodeURIComponent(token)}`;
   const expires = new Date(state.expiresAt).toUTCString();

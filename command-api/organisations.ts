@@ -1,14 +1,13 @@
-import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import { API_FAMILIES, domainNameDecider, organisationDecider, SLUG_PATTERN, standardDomain } from '../domain/organisation.ts';
 import { generateApiToken } from '../infra/auth.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { notFound, serviceUnavailable } from '../infra/http/errors.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
-import type { OrganisationTables } from '../projectors/organisations.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
 import { handleCommand } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
+import { ownerOf, recordTokenOwner, tokenLookupStream } from './id-lookups.ts';
 
 /**
  * Tenancy commands, used by the `engage` CLI (directly or through the console endpoint). Each waits until
@@ -48,6 +47,7 @@ export async function createOrganisation(ctx: ServiceContext, input: z.infer<typ
           },
         },
       },
+      recordTokenOwner(tokenId, organisationId),
     ],
     { ...metadata, organisationId },
   );
@@ -79,6 +79,7 @@ export async function issueToken(ctx: ServiceContext, input: z.infer<typeof issu
           data: { tokenId, name: input.name, prefix, secretHash, domain: input.domain, families: input.families, now: ctx.clock.now().toISOString() },
         },
       },
+      recordTokenOwner(tokenId, input.organisationId),
     ],
     { ...metadata, organisationId: input.organisationId },
   );
@@ -91,22 +92,16 @@ export async function issueToken(ctx: ServiceContext, input: z.infer<typeof issu
 export const revokeTokenInput = z.object({ tokenId: z.string().regex(ID_PATTERN, 'must be 24 hexadecimal characters') });
 
 export async function revokeToken(ctx: ServiceContext, input: z.infer<typeof revokeTokenInput>, metadata: EventMetadata) {
-  const tenancy: Kysely<OrganisationTables> = ctx.database.db;
-  const row = await tenancy.selectFrom('api_tokens').select(['organisation_id']).where('id', '=', input.tokenId).executeTakeFirst();
-  if (!row) throw notFound(`Token ${input.tokenId} not found`);
+  const { tokenId } = input;
+  const owner = await ownerOf(ctx.store, tokenLookupStream(tokenId));
+  if (!owner) throw notFound(`Token ${tokenId} not found`);
   const handled = await handleCommand(
     ctx.store,
-    [
-      {
-        stream: `organisation-${row.organisation_id}`,
-        decider: organisationDecider,
-        command: { type: 'RevokeApiToken', data: { tokenId: input.tokenId, now: ctx.clock.now().toISOString() } },
-      },
-    ],
-    { ...metadata, organisationId: row.organisation_id },
+    [{ stream: owner.stream, decider: organisationDecider, command: { type: 'RevokeApiToken', data: { tokenId, now: ctx.clock.now().toISOString() } } }],
+    { ...metadata, organisationId: owner.organisationId },
   );
   await settle(ctx, handled.position);
-  return { tokenId: input.tokenId, revoked: true };
+  return { tokenId, revoked: true };
 }
 
 async function settle(ctx: ServiceContext, position: string | null): Promise<void> {

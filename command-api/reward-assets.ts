@@ -1,5 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import type { RewardAssetGrant } from '../domain/engagement-events.ts';
+import { organisationDecider } from '../domain/organisation.ts';
+import { rewardDecider } from '../domain/reward.ts';
 import { rewardAssetDecider, rewardAssetView, type RewardAssetCommand } from '../domain/reward-asset.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { languageHeader } from '../infra/contract/localised-details.ts';
@@ -10,7 +12,7 @@ import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { defaultLanguageOf, rewardsById } from '../query-api/reward-entries.ts';
+import { foldStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { withDecidedState } from './decided-state.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
@@ -88,24 +90,27 @@ function assetIdOf(req: Request): string {
 
 /**
  * Decides on the asset's stream and answers with the asset after the command, in the request's language.
- * The reward's language order (the last fallback) is read first: a granted asset never changes reward.
+ * The organisation's default language and the reward's language order (the fallbacks) come from their
+ * streams, like the decision: a granted asset never changes reward.
  */
 async function decide(ctx: ServiceContext, req: Request, res: Response, assetId: string, command: RewardAssetCommand) {
   const wanted = requestedLanguage(req);
   const { organisationId } = command.data;
-  const [[granted], organisationDefault] = await Promise.all([
+  const [[granted], organisation] = await Promise.all([
     ctx.store.readStream(`rewardasset-${assetId}`, { limit: 1 }),
-    defaultLanguageOf(ctx.database.db, organisationId),
+    foldStream(ctx.store, `organisation-${organisationId}`, organisationDecider),
   ]);
   const rewardId = (granted?.data as RewardAssetGrant | undefined)?.rewardId;
-  const reward = rewardId ? (await rewardsById(ctx.database.db, organisationId, [rewardId])).get(rewardId) : undefined;
+  const reward = rewardId ? await foldStream(ctx.store, `reward-${rewardId}`, rewardDecider) : undefined;
+  const rewardLanguages = reward?.exists && reward.reward.organisationId === organisationId ? Object.keys(reward.reward.details) : [];
+  const organisationDefault = organisation.settings?.defaultLanguage;
   const tracked = withDecidedState(rewardAssetDecider);
   await runCommand(ctx, req, res, {
     parts: [{ stream: `rewardasset-${assetId}`, decider: tracked.decider, command }],
     respond: ([events]) => {
       const after = tracked.after(events!);
       if (!after.exists) throw new Error('a reward asset command decided on an asset that does not exist');
-      return { status: 200, body: rewardAssetView(after.asset, { wanted, organisationDefault, rewardLanguages: reward?.languages ?? [] }) };
+      return { status: 200, body: rewardAssetView(after.asset, { wanted, organisationDefault, rewardLanguages }) };
     },
   });
 }

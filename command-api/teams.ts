@@ -1,6 +1,5 @@
 import { Router } from 'express';
 import { createHash } from 'node:crypto';
-import type { Kysely } from 'kysely';
 import {
   INVITATION_VALIDITY_MS,
   invitationDecider,
@@ -9,31 +8,47 @@ import {
   isEmailAddress,
   normaliseEmail,
   type InvitationEvent,
+  type InviteeEvent,
 } from '../domain/invitation.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { acceptedInvitationSchema, acceptInvitationBody, inviteTeamBody, inviteTeamResponse } from '../infra/contract/teams.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
-import { badRequest, HttpError, serviceUnavailable } from '../infra/http/errors.ts';
+import type { EventStore } from '../infra/event-store/port.ts';
+import { badRequest, HttpError } from '../infra/http/errors.ts';
 import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { verifyInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import type { InvitationTables } from '../projectors/invitations.ts';
-import { waitForProjections } from '../projectors/runtime/index.ts';
-import type { UserTables } from '../projectors/users.ts';
-import type { CommandPart } from './command-handling.ts';
+import { foldStream, type CommandPart } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
-import { createUserParts } from './users.ts';
+import { createUserParts, externalUserIdStream } from './users.ts';
 
 function inviteeStream(organisationId: string, email: string): string {
   return `invitee-${organisationId}${createHash('sha256').update(email).digest('hex').slice(0, 32)}`;
 }
 
+/**
+ * Where an address stands with the organisation's team, from the streams alone: a member when a user has it
+ * as externalUserId (what accepting an invitation creates, so accepting again could only fail) or its last
+ * invitation was accepted; pending while that invitation is unexpired; otherwise free to invite.
+ */
+async function inviteeStanding(store: EventStore, organisationId: string, email: string, now: string): Promise<'member' | 'pending' | 'free'> {
+  const [[claim], [invited]] = await Promise.all([
+    store.readStream(externalUserIdStream(organisationId, email), { limit: 1 }),
+    store.readStream(inviteeStream(organisationId, email), { direction: 'backwards', limit: 1 }),
+  ]);
+  if (claim) return 'member';
+  if (!invited) return 'free';
+  const { invitationId, expiresAt } = (invited as unknown as InviteeEvent).data;
+  const invitation = await foldStream(store, `invitation-${invitationId}`, invitationDecider);
+  if (invitation.exists && invitation.accepted) return 'member';
+  return Date.parse(now) < Date.parse(expiresAt) ? 'pending' : 'free';
+}
+
 export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<UserTables & InvitationTables> = ctx.database.db;
   const tokenKey = userTokenKey(ctx.config);
 
   admin.route(
@@ -44,7 +59,7 @@ export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router
       tag: 'Teams',
       summary: 'Invite people to the organisation’s team by e-mail',
       description:
-        'Per address: not an e-mail address, already a team member (a user of the organisation with that address), already invited and pending, or listed twice → `success: false` with a message; otherwise `TeamInvitationSent` on `invitation-<id>` and an e-mail with a single-use acceptance link valid for 7 days. Addresses compare case-insensitively. `success` is true when every address was invited.',
+        'Per address: not an e-mail address, already a team member (the organisation has a user whose externalUserId is that address, as accepting an invitation creates, or an invitation to it was accepted), already invited and pending, or listed twice → `success: false` with a message; otherwise `TeamInvitationSent` on `invitation-<id>` and an e-mail with a single-use acceptance link valid for 7 days. Addresses compare case-insensitively. `success` is true when every address was invited.',
       body: inviteTeamBody,
       headers: [idempotencyKeyHeader],
       responses: { 200: { description: 'One result per address, in request order', schema: inviteTeamResponse } },
@@ -53,29 +68,10 @@ export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router
       const { emails } = parse(inviteTeamBody, req.body);
       const { organisationId } = tenantOf(res);
       const { actor, occurredAt } = eventMetadata(req, res);
-      // Decide on read models that have seen every earlier write, so an invitation just sent counts as pending.
-      const head = await ctx.store.head();
-      if (head && !(await waitForProjections(db, ['team_invitations', 'users'], head.position, ctx.config.readYourWritesTimeoutMs))) {
-        throw serviceUnavailable('The team read models have not caught up yet; retry');
-      }
       const candidates = [...new Set(emails.map(normaliseEmail).filter(isEmailAddress))];
-      const [members, pending] = candidates.length
-        ? await Promise.all([
-            db.selectFrom('users').select('email_key').where('organisation_id', '=', organisationId).where('email_key', 'in', candidates).execute(),
-            db
-              .selectFrom('team_invitations')
-              .select(['email', 'status'])
-              .where('organisation_id', '=', organisationId)
-              .where('email', 'in', candidates)
-              .where((eb) => eb.or([eb('status', '=', 'accepted'), eb.and([eb('status', '=', 'pending'), eb('expires_at', '>', new Date(occurredAt!))])]))
-              .execute(),
-          ])
-        : [[], []];
-      const memberEmails = new Set([
-        ...members.flatMap((row) => (row.email_key === null ? [] : [row.email_key])),
-        ...pending.filter((row) => row.status === 'accepted').map((row) => row.email),
-      ]);
-      const pendingEmails = new Set(pending.filter((row) => row.status === 'pending').map((row) => row.email));
+      const standing = new Map(
+        await Promise.all(candidates.map(async (email) => [email, await inviteeStanding(ctx.store, organisationId, email, occurredAt!)] as const)),
+      );
       const seen = new Set<string>();
       const parts: CommandPart[] = [];
       const results = emails.map((email) => {
@@ -84,8 +80,8 @@ export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router
         if (!isEmailAddress(normalised)) return refuse('Not a valid e-mail address');
         if (seen.has(normalised)) return refuse('Listed more than once in this request');
         seen.add(normalised);
-        if (memberEmails.has(normalised)) return refuse('Already a member of the team');
-        if (pendingEmails.has(normalised)) return refuse('Already invited; the invitation is pending');
+        if (standing.get(normalised) === 'member') return refuse('Already a member of the team');
+        if (standing.get(normalised) === 'pending') return refuse('Already invited; the invitation is pending');
         const invitationId = newId();
         const expiresAt = new Date(Date.parse(occurredAt!) + INVITATION_VALIDITY_MS).toISOString();
         parts.push(

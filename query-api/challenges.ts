@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { Kysely } from 'kysely';
 import { tenantOf } from '../infra/auth.ts';
+import type { ChallengeRecord } from '../domain/challenge.ts';
 import { challengeSchema, challengeView, type ChallengeView } from '../infra/contract/challenges.ts';
 import { pageOf } from '../infra/contract/common.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
@@ -10,11 +11,22 @@ import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-
 import { ID_PATTERN } from '../infra/ids.ts';
 import type { ServiceContext } from '../command-api/context.ts';
 import type { ChallengeTables } from '../projectors/challenges.ts';
+import { allocationFigures, allocationIdsOf, withFigures } from './rewards.ts';
 
 export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
   const db: Kysely<ChallengeTables> = ctx.database.db;
-  const fresh = readYourWrites(db, ['challenges'], ctx.config.readYourWritesTimeoutMs);
+  const fresh = readYourWrites(db, ['challenges', 'reward_allocations'], ctx.config.readYourWritesTimeoutMs);
+  /** The challenges as the API shows them, each action's allocations with what has been handed out of them. */
+  const viewsOf = async (organisationId: string, records: ChallengeRecord[]): Promise<ChallengeView[]> => {
+    const views = records.map(challengeView);
+    const distributions = views.flatMap((view) => view.actions.flatMap((action) => (action.distribution ? [action.distribution] : [])));
+    const figures = await allocationFigures(ctx.database.db, organisationId, allocationIdsOf(distributions));
+    return views.map((view) => ({
+      ...view,
+      actions: view.actions.map((action) => (action.distribution ? { ...action, distribution: withFigures(action.distribution, figures) } : action)),
+    }));
+  };
 
   admin.route(
     router,
@@ -32,7 +44,13 @@ export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Ro
       const { limit, skip } = parse(pagination, req.query);
       const { organisationId } = tenantOf(res);
       const { rows, totalCount } = await newestFirst(db.selectFrom('challenges').where('organisation_id', '=', organisationId), { limit, skip });
-      const page: Page<ChallengeView> = { totalCount, edges: rows.map((row) => challengeView(row.document)) };
+      const page: Page<ChallengeView> = {
+        totalCount,
+        edges: await viewsOf(
+          organisationId,
+          rows.map((row) => row.document),
+        ),
+      };
       res.json(page);
     },
   );
@@ -59,7 +77,8 @@ export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Ro
         .where('id', '=', id.toLowerCase())
         .executeTakeFirst();
       if (!row) throw notFound('Challenge not found');
-      res.json(challengeView(row.document));
+      const [view] = await viewsOf(organisationId, [row.document]);
+      res.json(view);
     },
   );
 

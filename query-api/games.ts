@@ -8,6 +8,7 @@ import { readYourWrites } from '../infra/http/request-context.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
 import type { ServiceContext } from '../command-api/context.ts';
 import type { GameTables } from '../projectors/games.ts';
+import { allocationFigures, allocationIdsOf, withFigures } from './rewards.ts';
 import { minPositionHeader } from '../infra/http/request-context.ts';
 
 export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router {
@@ -24,7 +25,7 @@ export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router 
       headers: [minPositionHeader],
       responses: { 200: { description: 'The game config', schema: gameConfigSchema } },
     },
-    readYourWrites(db, ['games'], ctx.config.readYourWritesTimeoutMs),
+    readYourWrites(db, ['games', 'reward_allocations'], ctx.config.readYourWritesTimeoutMs),
     async (req, res) => {
       const { organisationId } = tenantOf(res);
       const id = String(req.params.gameConfigId);
@@ -36,7 +37,9 @@ export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router 
         .where('id', '=', id.toLowerCase())
         .executeTakeFirst();
       if (!row) throw notFound('Game not found');
-      res.json(gameView(row.document));
+      const view = gameView(row.document);
+      const figures = await allocationFigures(ctx.database.db, organisationId, allocationIdsOf(view.distributions));
+      res.json({ ...view, distributions: view.distributions.map((distribution) => withFigures(distribution, figures)) });
     },
   );
 

@@ -10,11 +10,13 @@ import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts'
 import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
 import type { ServiceContext } from '../command-api/context.ts';
 import type { LeaderboardRankRewardRow, LeaderboardRow, LeaderboardTables } from '../projectors/leaderboards.ts';
+import { allocationFigures, allocationIdsOf, withFigures } from './rewards.ts';
 
 export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
   const db: Kysely<LeaderboardTables> = ctx.database.db;
   const fresh = readYourWrites(db, ['leaderboards'], ctx.config.readYourWritesTimeoutMs);
+  const freshDistribution = readYourWrites(db, ['leaderboards', 'reward_allocations'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(
     router,
@@ -72,7 +74,7 @@ export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): 
       headers: [minPositionHeader],
       responses: { 200: { description: 'The leaderboard’s distribution (empty when none was assigned)', schema: leaderboardDistributionSchema } },
     },
-    fresh,
+    freshDistribution,
     async (req, res) => {
       const { organisationId } = tenantOf(res);
       const leaderboardId = String(req.params.leaderboardConfigId).toLowerCase();
@@ -87,7 +89,9 @@ export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): 
           .execute(),
       ]);
       if (!leaderboard) throw notFound('Leaderboard not found');
-      res.json({ leaderboardConfigId: leaderboard.id, rewards: ranges.map(toRankReward) });
+      const rewards = ranges.map(toRankReward);
+      const figures = await allocationFigures(ctx.database.db, organisationId, allocationIdsOf(rewards));
+      res.json({ leaderboardConfigId: leaderboard.id, rewards: rewards.map((reward) => withFigures(reward, figures)) });
     },
   );
 

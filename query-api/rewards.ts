@@ -72,6 +72,8 @@ export function rewardQueries(ctx: ServiceContext, admin: ApiDescription): Route
       path: '/rewards/:rewardId/allocations',
       tag: 'Rewards',
       summary: "List a reward's allocations, newest first",
+      description:
+        'Every allocation of the reward: those added here and those an action’s, a leaderboard’s or a game’s distribution created, each with what the engine has handed out of it.',
       query: pagination,
       headers: [minPositionHeader],
       responses: { 200: { description: 'A page of allocations', schema: pageOf(allocationOutput) } },
@@ -126,6 +128,48 @@ function toAllocation(row: Selectable<RewardAllocationRow>): RewardAllocation {
     amountToDistribute: row.amount_to_distribute,
     distributed: row.distributed,
     isLive: isLive({ supply: row.supply, distributed: row.distributed }),
+  };
+}
+
+/** What an allocation shows of its hand-outs. */
+export type AllocationFigures = Pick<RewardAllocation, 'supply' | 'distributed' | 'isLive'>;
+
+/**
+ * The figures of the organisation's allocations with these ids, in one query: what the engine has handed
+ * out of each, against the supply it hands out from. Distributions (an action's, a leaderboard rank
+ * range's, a game's) show these for the allocations they name.
+ */
+export async function allocationFigures(
+  db: Kysely<RewardAllocationTables>,
+  organisationId: string,
+  ids: readonly string[],
+): Promise<Map<string, AllocationFigures>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('reward_allocations')
+    .select(['id', 'supply', 'distributed'])
+    .where('organisation_id', '=', organisationId)
+    .where('id', 'in', [...new Set(ids)])
+    .execute();
+  return new Map(rows.map((row) => [row.id, { supply: row.supply, distributed: row.distributed, isLive: isLive(row) }]));
+}
+
+/** The allocation ids these distribution entries name. */
+export function allocationIdsOf(entries: readonly { rewardsConfig: { allocations: readonly { id: string }[] } }[]): string[] {
+  return entries.flatMap((entry) => entry.rewardsConfig.allocations.map((allocation) => allocation.id));
+}
+
+/** A distribution entry with each allocation's figures (an allocation the read model does not know yet keeps its own). */
+export function withFigures<Entry extends { rewardsConfig: { allocations: readonly ({ id: string } & AllocationFigures)[] } }>(
+  entry: Entry,
+  figures: ReadonlyMap<string, AllocationFigures>,
+): Entry {
+  return {
+    ...entry,
+    rewardsConfig: {
+      ...entry.rewardsConfig,
+      allocations: entry.rewardsConfig.allocations.map((allocation) => ({ ...allocation, ...figures.get(allocation.id) })),
+    },
   };
 }
 
