@@ -104,10 +104,10 @@ export class LeaseKeeper {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.renewing;
-    const names = [...this.wanted.values()];
+    // Whatever this owner still has in the table goes, even where its workers already stopped (and forgot
+    // their leases): a runner started right after would otherwise wait for them to run out.
     this.wanted.clear();
     this.held = new Set();
-    if (names.length === 0) return;
     const control = this.database.control();
     try {
       if (control) await control.query('delete from projection_leases where owner = $1', [this.owner]);
