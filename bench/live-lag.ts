@@ -6,10 +6,14 @@
  * `handleCommand`), so the engine engages them and the read models follow its facts.
  *
  * 1. Write capacity: closed loop at concurrency 8 for BENCH_LAG_CAPACITY_S (default 3) seconds → writes/s.
- * 2. Lag: an open loop at half that rate for BENCH_LAG_SECONDS (default 10) seconds (each write starts on
+ * 2. Lag: an open loop at half that rate for BENCH_LAG_SECONDS (default 60) seconds (each write starts on
  *    schedule, whatever the others do); for each write, the time from its acknowledgement until every live
  *    read model's checkpoint has passed its position, seen by one client polling `projection_generations`
- *    every millisecond or so → p50, p99, max. Target: p99 <= 100 ms.
+ *    every millisecond or so → p50, p99, max. Target: p99 <= 100 ms. Throughout, two strangers hold a
+ *    writing transaction open: one in another database of the server, one in this database on a table that
+ *    is not the event store (once, either stopped every read model for as long as it stayed open). A write
+ *    whose lag passes the read-your-writes wait (READ_YOUR_WRITES_TIMEOUT_MS' default, 5 s) would have been
+ *    a 503 to a client reading with `x-min-position`: counted.
  *
  *   npx tsx bench/live-lag.ts
  */
@@ -24,13 +28,15 @@ import { projections } from '../projectors/index.ts';
 import { ProjectionRunner, prepareProjections, waitForProjections } from '../projectors/runtime/index.ts';
 import { migrate } from '../service.ts';
 import { writeWorld } from './million-store.ts';
-import { percentiles, runIfMain, scratchDatabase, silentLogger, sleep, type Percentiles } from './support.ts';
+import { databaseUrl, percentiles, runIfMain, scratchDatabase, silentLogger, sleep, type Percentiles } from './support.ts';
 
 export const LAG_TARGET_P99_MS = 100;
 
 const CONCURRENCY = 8;
 /** How long a write may take to show in every read model before it counts as lost (and the run fails). */
 const SETTLE_TIMEOUT_MS = 60_000;
+/** The service's default wait for `x-min-position` (READ_YOUR_WRITES_TIMEOUT_MS) before it answers 503. */
+const READ_YOUR_WRITES_WAIT_MS = 5000;
 
 export interface LiveLagResult {
   seedEvents: number;
@@ -46,6 +52,10 @@ export interface LiveLagResult {
     /** Writes the read models had not passed SETTLE_TIMEOUT_MS after the last one (counted at that timeout). */
     unsettled: number;
     pollIntervalMs: number;
+    /** Seconds the strangers' writing transactions stayed open during the phase (another database, a table of ours). */
+    strangersHeldSeconds: number;
+    /** Writes that a read with `x-min-position` would have waited for longer than READ_YOUR_WRITES_WAIT_MS (a 503). */
+    readYourWrites503: number;
   };
   readModels: string[];
   targetP99Ms: number;
@@ -61,13 +71,18 @@ interface Member {
 
 export async function benchLiveLag(): Promise<LiveLagResult> {
   const capacitySeconds = Number(process.env.BENCH_LAG_CAPACITY_S ?? 3);
-  const lagSeconds = Number(process.env.BENCH_LAG_SECONDS ?? 10);
+  const lagSeconds = Number(process.env.BENCH_LAG_SECONDS ?? 60);
   const scratch = await scratchDatabase('engage_bench_live');
   const database = await openPostgres(scratch.url(), { max: 10, applicationName: 'engage-bench-service' });
   const store = new PostgresEventStore(database);
   let runner: ProjectionRunner | null = null;
   const poller = new pg.Client({ connectionString: scratch.url('engage-bench-poller') });
   poller.on('error', () => undefined);
+  const strangers = [
+    new pg.Client({ connectionString: databaseUrl('postgres', 'engage-bench-stranger') }),
+    new pg.Client({ connectionString: scratch.url('engage-bench-stranger') }),
+  ];
+  for (const stranger of strangers) stranger.on('error', () => undefined);
   try {
     await migrate(database.db);
     // The programme's set-up only, three days ago (its challenges and leaderboards have started): its custom
@@ -113,8 +128,17 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     const writesPerSecond = capacityAcks.length / capacityElapsed;
     await settled(store, database.db, everyConsumer);
 
-    // 2. Lag at half the capacity, open loop, with one client watching the read models' checkpoints.
+    // 2. Lag at half the capacity, open loop, with one client watching the read models' checkpoints, and
+    // two strangers' writing transactions open throughout.
     await poller.connect();
+    const [elsewhere, here] = strangers as [pg.Client, pg.Client];
+    await Promise.all(strangers.map((stranger) => stranger.connect()));
+    await here.query('create table if not exists bench_stranger (n int)');
+    await elsewhere.query('begin');
+    await elsewhere.query('select pg_current_xact_id()');
+    await here.query('begin');
+    await here.query('insert into bench_stranger values (1)');
+    const strangersSince = performance.now();
     const rate = writesPerSecond / 2;
     const pending: { position: string; ackAt: number }[] = [];
     const lags: number[] = [];
@@ -164,6 +188,8 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     while (pending.length > 0 && performance.now() < settleDeadline) await sleep(5);
     polling = false;
     await watching;
+    const strangersHeldSeconds = (performance.now() - strangersSince) / 1000;
+    await Promise.all(strangers.map((stranger) => stranger.query('rollback')));
     const unsettled = pending.length;
     for (const { ackAt } of pending) lags.push(performance.now() - ackAt);
     const pollIntervalMs = (performance.now() - pollStarted) / Math.max(1, polls);
@@ -174,13 +200,24 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
       seedEvents: seed.summary.events,
       eventsPerWrite: (logged - seed.summary.events) / written,
       capacity: { writesPerSecond, writes: capacityAcks.length, seconds: capacityElapsed, ackMs: percentiles(capacityAcks) },
-      lag: { rate, writes: total, seconds: lagElapsed, ackMs: percentiles(acks), lagMs: percentiles(lags), unsettled, pollIntervalMs },
+      lag: {
+        rate,
+        writes: total,
+        seconds: lagElapsed,
+        ackMs: percentiles(acks),
+        lagMs: percentiles(lags),
+        unsettled,
+        pollIntervalMs,
+        strangersHeldSeconds,
+        readYourWrites503: lags.filter((lag) => lag > READ_YOUR_WRITES_WAIT_MS).length,
+      },
       readModels,
       targetP99Ms: LAG_TARGET_P99_MS,
     };
   } finally {
     await runner?.stop();
     await poller.end().catch(() => undefined);
+    await Promise.all(strangers.map((stranger) => stranger.end().catch(() => undefined)));
     await store.close();
     await database.close();
     await scratch.drop();

@@ -230,6 +230,13 @@ function report(
       '',
       `p99 ≤ ${lr.targetP99Ms} ms: ${met(lr.lag.unsettled === 0 && lr.lag.lagMs.p99 <= lr.targetP99Ms)}`,
     ]);
+    rows.push([
+      `Read-your-writes during that phase, with a writing transaction held open in another database and one on a table of ours outside the event store (${n(lr.lag.strangersHeldSeconds)} s)`,
+      `${n(lr.lag.readYourWrites503)} writes a read with \`x-min-position\` would have waited for more than 5 s (a 503)`,
+      '',
+      '',
+      `0 while held ≥ 60 s: ${met(lr.lag.readYourWrites503 === 0 && lr.lag.unsettled === 0 && lr.lag.strangersHeldSeconds >= 60)}`,
+    ]);
   } else rows.push(['Live lag', failed(lag), '', '', '']);
 
   const lines = [
