@@ -24,6 +24,7 @@ import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/po
 import { ApiDescription } from './infra/http/api-description.ts';
 import { errorHandler, unknownRoute } from './infra/http/errors.ts';
 import { createHttpApp } from './infra/http/plumbing.ts';
+import { RateLimits } from './infra/http/rate-limits.ts';
 import type { Logger } from './infra/logging.ts';
 import { projections } from './projectors/index.ts';
 import { ProjectionRunner, prepareProjections, projectionRuntimeMigrations, type RuntimeOptions } from './projectors/runtime/index.ts';
@@ -125,13 +126,17 @@ export async function openService(config: Config, logger: Logger, options: Servi
     // Jobs run in the background: their loops and timers, started here, keep the background limits.
     if (options.jobs ?? true) await inBackground(() => jobs.start());
     const consoleSecret = randomBytes(24).toString('base64url');
+    const rateLimits =
+      options.http === 'ops'
+        ? null
+        : await RateLimits.open({ redisUrl: config.redisUrl, keyPrefix: `engage-rate-${databaseName(config)}`, defaults: config.rateLimits, logger });
     return {
       ...ctx,
       runner,
       jobs,
       consoleSecret,
       metrics,
-      app: options.http === 'ops' ? operationsApp(ctx, redisProbe, metrics) : composeApp(ctx, consoleSecret, redisProbe, metrics),
+      app: rateLimits ? composeApp(ctx, consoleSecret, redisProbe, metrics, rateLimits) : operationsApp(ctx, redisProbe, metrics),
       async close() {
         await jobs.stop();
         await runner.stop();
@@ -139,6 +144,7 @@ export async function openService(config: Config, logger: Logger, options: Servi
         await database.close();
         redisProbe?.disconnect();
         redis?.disconnect();
+        rateLimits?.close();
       },
     };
   } catch (error) {
@@ -185,9 +191,12 @@ async function runMigrations(db: Kysely<any>, migrations: Record<string, Migrati
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
-function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | null, metrics: Metrics): Express {
+function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | null, metrics: Metrics, rateLimits: RateLimits): Express {
   const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics);
+  app.set('trust proxy', ctx.config.trustProxy);
   app.locals.clock = ctx.clock;
+  app.locals.rateLimits = rateLimits;
+  const { refuseBlockedAddresses, limitApiToken } = rateLimits;
   const db = ctx.database.db;
   app.use(healthRoutes(ctx, redis, metrics));
   app.use(consoleRouter(ctx, consoleSecret));
@@ -215,7 +224,7 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
     gameCommands(ctx, admin),
     gameQueries(ctx, admin),
   ];
-  app.use('/api/v2/admin', admin.router(), requireApiToken(db, 'admin'), ...adminRoutes);
+  app.use('/api/v2/admin', admin.router(), refuseBlockedAddresses, requireApiToken(db, 'admin'), limitApiToken, ...adminRoutes);
   const integration = new ApiDescription('integration', 'engage integration API', 'What end users see: their own records, signed in with a user token.');
   const integrationRoutes = [
     meQueries(ctx, integration),
@@ -226,11 +235,12 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
     eventQueries(ctx, integration),
     achievementQueries(ctx, integration),
   ];
-  app.use('/api/v2/integration', integration.router(), requireApiToken(db, 'integration'), ...integrationRoutes);
+  app.use('/api/v2/integration', integration.router(), refuseBlockedAddresses, requireApiToken(db, 'integration'), limitApiToken, ...integrationRoutes);
   const analytics = new ApiDescription('analytics', 'engage analytics API', 'Statistics for dashboards: giveaways and the step funnel of challenges.');
   const analyticsRoutes = [giveawayAnalyticsQueries(ctx, analytics), challengeStepAnalyticsQueries(ctx, analytics)];
-  app.use('/api/v2/analytics', analytics.router(), requireApiToken(db, 'analytics'), ...analyticsRoutes);
+  app.use('/api/v2/analytics', analytics.router(), refuseBlockedAddresses, requireApiToken(db, 'analytics'), limitApiToken, ...analyticsRoutes);
   app.use(unknownRoute);
+  app.use(rateLimits.countFailedAuthentication);
   app.use(errorHandler);
   return app;
 }

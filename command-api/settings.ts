@@ -18,9 +18,9 @@ export function settingsCommands(ctx: ServiceContext, admin: ApiDescription): Ro
       method: 'patch',
       path: '/settings',
       tag: 'Organisation',
-      summary: 'Change the organisation’s name, time zone or default language',
+      summary: 'Change the organisation’s name, time zone, default language or rate limits',
       description:
-        'Appends `OrganisationSettingsChanged` (nothing when nothing changes). `timezone` is an IANA zone (checked with Intl), `defaultLanguage` a BCP 47 tag stored in canonical form (`nl-be` → `nl-BE`). Leaderboard windows use the time zone; localised reads fall back to the default language.',
+        'Appends `OrganisationSettingsChanged` and, for `rateLimits`, `OrganisationRateLimitsChanged` (nothing when nothing changes). `timezone` is an IANA zone (checked with Intl), `defaultLanguage` a BCP 47 tag stored in canonical form (`nl-be` → `nl-BE`). Leaderboard windows use the time zone; localised reads fall back to the default language. `rateLimits` sets the requests per window each API token and each signed-in user may make (1 to 1,000,000; `null`: the platform default); the next request counts against the new limit.',
       body: changeSettingsBody,
       headers: [idempotencyKeyHeader],
       responses: { 200: { description: 'The settings after the change', schema: settingsSchema } },
@@ -32,7 +32,7 @@ export function settingsCommands(ctx: ServiceContext, admin: ApiDescription): Ro
       await runSettledCommand(ctx, req, res, [
         { stream: `organisation-${organisationId}`, decider: organisationDecider, command: { type: 'ChangeSettings', data: { ...change, now: occurredAt! } } },
       ]);
-      res.status(200).json(await readSettings(ctx.database.db, organisationId));
+      res.status(200).json(await readSettings(ctx.database.db, organisationId, ctx.config.rateLimits));
     },
   );
 

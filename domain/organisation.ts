@@ -17,6 +17,7 @@ export type OrganisationEvent =
     >
   | DomainEvent<'ApiTokenRevoked', { organisationId: string; tokenId: string; revokedAt: string }>
   | DomainEvent<'OrganisationSettingsChanged', { organisationId: string; name: string; defaultLanguage: string; timezone: string; changedAt: string }>
+  | DomainEvent<'OrganisationRateLimitsChanged', { organisationId: string } & RateLimitOverrides & { changedAt: string }>
   | DomainEvent<'DomainRegistered', { organisationId: string; hostname: string; kind: CustomDomainKind; verificationToken: string; registeredAt: string }>
   | DomainEvent<'DomainVerified', { organisationId: string; hostname: string; method: 'platform' | 'dns-txt'; verifiedAt: string }>
   | DomainEvent<'DomainActivated', { organisationId: string; hostname: string; activatedAt: string }>
@@ -27,7 +28,10 @@ export type OrganisationCommand =
   | { type: 'CreateOrganisation'; data: { organisationId: string; name: string; slug: string; platformDomain: string; adminToken: FirstToken; now: string } }
   | { type: 'IssueApiToken'; data: { tokenId: string; name: string; prefix: string; secretHash: string; domain?: string; families: ApiFamily[]; now: string } }
   | { type: 'RevokeApiToken'; data: { tokenId: string; now: string } }
-  | { type: 'ChangeSettings'; data: { name?: string; defaultLanguage?: string; timezone?: string; now: string } }
+  | {
+      type: 'ChangeSettings';
+      data: { name?: string; defaultLanguage?: string; timezone?: string; rateLimits?: Partial<RateLimitOverrides>; now: string };
+    }
   | { type: 'RegisterDomain'; data: { hostname: string; kind: CustomDomainKind; platformDomain: string; verificationToken: string; now: string } }
   | {
       type: 'RecordDomainVerification';
@@ -68,6 +72,19 @@ export function canonicalLanguage(tag: string): string | null {
   }
 }
 
+/**
+ * Requests per rate-limit window an organisation allows each of its API tokens and each signed-in user;
+ * null: the platform's default. The window and the defaults are the operator's (RATE_LIMIT_* settings).
+ */
+export interface RateLimitOverrides {
+  apiTokenRequests: number | null;
+  userTokenRequests: number | null;
+}
+
+export const RATE_LIMIT_BOUNDS = { min: 1, max: 1_000_000 } as const;
+
+const NO_RATE_LIMIT_OVERRIDES: RateLimitOverrides = { apiTokenRequests: null, userTokenRequests: null };
+
 /** An organisation is born with one admin token for its standard domain, or nobody could ever use it. */
 export interface FirstToken {
   tokenId: string;
@@ -86,6 +103,7 @@ export interface OrganisationState {
   organisationId: string | null;
   standardDomain: string | null;
   settings: { name: string; defaultLanguage: string; timezone: string } | null;
+  rateLimits: RateLimitOverrides;
   domains: Map<string, DomainState>;
   tokens: Map<string, { revoked: boolean; domain: string }>;
 }
@@ -95,7 +113,7 @@ export function standardDomain(slug: string, platformDomain: string): string {
 }
 
 export const organisationDecider: Decider<OrganisationCommand, OrganisationEvent, OrganisationState> = {
-  initialState: { organisationId: null, standardDomain: null, settings: null, domains: new Map(), tokens: new Map() },
+  initialState: { organisationId: null, standardDomain: null, settings: null, rateLimits: NO_RATE_LIMIT_OVERRIDES, domains: new Map(), tokens: new Map() },
 
   decide(command, state) {
     switch (command.type) {
@@ -134,16 +152,35 @@ export const organisationDecider: Decider<OrganisationCommand, OrganisationEvent
       case 'ChangeSettings': {
         const organisationId = requireOrganisation(state);
         const { now, ...change } = command.data;
+        // Left out: unchanged; null: back to the platform default.
+        const changedLimit = (field: keyof RateLimitOverrides) =>
+          change.rateLimits?.[field] === undefined ? state.rateLimits[field] : change.rateLimits[field];
         const name = change.name?.trim();
         if (name !== undefined && name.length === 0) throw new DomainError('invalid', 'An organisation needs a name');
         const timezone = change.timezone === undefined ? undefined : canonicalTimeZone(change.timezone);
         if (timezone === null) throw new DomainError('invalid', `${change.timezone} is not an IANA time zone`);
         const language = change.defaultLanguage === undefined ? undefined : canonicalLanguage(change.defaultLanguage);
         if (language === null) throw new DomainError('invalid', `${change.defaultLanguage} is not a BCP 47 language tag`);
+        const limits: RateLimitOverrides = { apiTokenRequests: changedLimit('apiTokenRequests'), userTokenRequests: changedLimit('userTokenRequests') };
+        for (const [field, limit] of Object.entries(limits)) {
+          if (limit !== null && !(Number.isInteger(limit) && limit >= RATE_LIMIT_BOUNDS.min && limit <= RATE_LIMIT_BOUNDS.max)) {
+            throw new DomainError(
+              'invalid',
+              `rateLimits.${field} is a whole number from ${RATE_LIMIT_BOUNDS.min} to ${RATE_LIMIT_BOUNDS.max}, or null for the default`,
+            );
+          }
+        }
         const current = state.settings!;
         const next = { name: name ?? current.name, defaultLanguage: language ?? current.defaultLanguage, timezone: timezone ?? current.timezone };
-        if (next.name === current.name && next.defaultLanguage === current.defaultLanguage && next.timezone === current.timezone) return [];
-        return [{ type: 'OrganisationSettingsChanged', data: { organisationId, ...next, changedAt: now } }];
+        const events: OrganisationEvent[] = [];
+        if (next.name !== current.name || next.defaultLanguage !== current.defaultLanguage || next.timezone !== current.timezone) {
+          events.push({ type: 'OrganisationSettingsChanged', data: { organisationId, ...next, changedAt: now } });
+        }
+        // Their own event: the readers of time zones and languages have nothing to do when only a limit moves.
+        if (limits.apiTokenRequests !== state.rateLimits.apiTokenRequests || limits.userTokenRequests !== state.rateLimits.userTokenRequests) {
+          events.push({ type: 'OrganisationRateLimitsChanged', data: { organisationId, ...limits, changedAt: now } });
+        }
+        return events;
       }
       case 'RegisterDomain': {
         const organisationId = requireOrganisation(state);
@@ -210,6 +247,10 @@ export const organisationDecider: Decider<OrganisationCommand, OrganisationEvent
       case 'OrganisationSettingsChanged': {
         const { name, defaultLanguage, timezone } = event.data;
         return { ...state, settings: { name, defaultLanguage, timezone } };
+      }
+      case 'OrganisationRateLimitsChanged': {
+        const { apiTokenRequests, userTokenRequests } = event.data;
+        return { ...state, rateLimits: { apiTokenRequests, userTokenRequests } };
       }
       case 'DomainRegistered':
         return {

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import type { Kysely } from 'kysely';
-import type { ApiFamily } from '../domain/organisation.ts';
+import type { ApiFamily, RateLimitOverrides } from '../domain/organisation.ts';
 import type { OrganisationTables } from '../projectors/organisations.ts';
 import { forbidden, unauthorized } from './http/errors.ts';
 
@@ -24,6 +24,8 @@ export interface Tenant {
   domain: string;
   tokenId: string;
   families: ApiFamily[];
+  /** The organisation's own rate limits (null: the platform default), read with the token. */
+  rateLimits: RateLimitOverrides;
 }
 
 /** The request's hostname, lowercased, without port or trailing dot. */
@@ -49,14 +51,16 @@ export function requireApiToken(db: Kysely<OrganisationTables>, family: ApiFamil
     const row = await db
       .selectFrom('api_tokens as t')
       .innerJoin('organisation_domains as d', (join) => join.onRef('d.hostname', '=', 't.domain').onRef('d.organisation_id', '=', 't.organisation_id'))
-      .select(['t.id', 't.organisation_id', 't.domain', 't.families', 't.revoked_at', 'd.status'])
+      .innerJoin('organisations as o', 'o.id', 't.organisation_id')
+      .select(['t.id', 't.organisation_id', 't.domain', 't.families', 't.revoked_at', 'd.status', 'o.api_token_rate_limit', 'o.user_token_rate_limit'])
       .where('t.secret_hash', '=', hashToken(token))
       .executeTakeFirst();
     if (!row || row.revoked_at !== null || row.status !== 'active') throw unauthorized('Invalid or revoked API token');
     if (row.domain !== hostname) throw unauthorized('This token is not valid for this domain');
     const families = row.families;
     if (!families.includes(family)) throw forbidden(`This token does not grant the ${family} API`);
-    const tenant: Tenant = { organisationId: row.organisation_id, domain: row.domain, tokenId: row.id, families };
+    const rateLimits = { apiTokenRequests: row.api_token_rate_limit, userTokenRequests: row.user_token_rate_limit };
+    const tenant: Tenant = { organisationId: row.organisation_id, domain: row.domain, tokenId: row.id, families, rateLimits };
     res.locals.tenant = tenant;
     next();
   };

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from './database.ts';
@@ -20,6 +21,21 @@ const integer = (fallback: number, min: number, max: number) =>
     .pipe(z.string().regex(/^\d+$/, 'must be a whole number'))
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
+
+/** Express's `trust proxy` list: the proxies whose X-Forwarded-For names the client (per-address rate limits). */
+const trustedProxies = z
+  .string()
+  .default('loopback')
+  .transform((value) => value.split(',').map((entry) => entry.trim()))
+  .refine((entries) => entries.every(isProxyEntry), { message: 'must be a comma-separated list of loopback, linklocal, uniquelocal, addresses or CIDR ranges' })
+  .transform((entries) => entries.join(', '));
+
+function isProxyEntry(entry: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return true;
+  const [address = '', bits, ...rest] = entry.split('/');
+  const version = isIP(address);
+  return version !== 0 && rest.length === 0 && (bits === undefined || (/^\d{1,3}$/.test(bits) && Number(bits) <= (version === 4 ? 32 : 128)));
+}
 
 export const environment = z.object({
   PORT: integer(3000, 0, 65535),
@@ -74,7 +90,21 @@ export const environment = z.object({
   ROLE: z.enum(ROLES).default('all'),
   READY_MAX_LAG_SECONDS: integer(30, 0, 86_400),
   SETTLEMENT_DELAY_SECONDS: integer(60, 0, 86_400),
+  RATE_LIMIT_WINDOW_SECONDS: integer(60, 1, 86_400),
+  RATE_LIMIT_API_TOKEN_REQUESTS: integer(300, 1, 1_000_000),
+  RATE_LIMIT_USER_TOKEN_REQUESTS: integer(60, 1, 1_000_000),
+  RATE_LIMIT_FAILED_AUTHENTICATIONS: integer(20, 1, 1_000_000),
+  TRUST_PROXY: trustedProxies,
 });
+
+/** Requests allowed per window: organisations may set their own token limits (admin settings). */
+export interface RateLimitDefaults {
+  windowSeconds: number;
+  apiTokenRequests: number;
+  userTokenRequests: number;
+  /** Refused credentials per client address, before that address gets 429 whatever it sends. */
+  failedAuthentications: number;
+}
 
 export interface Config {
   applicationName: string;
@@ -106,6 +136,9 @@ export interface Config {
   readyMaxLagSeconds: number;
   /** How long after a leaderboard window ends, or a draw is due, late events still count before it is settled. */
   settlementDelaySeconds: number;
+  rateLimits: RateLimitDefaults;
+  /** Express's `trust proxy`: whose X-Forwarded-For is believed for the client's address. */
+  trustProxy: string;
 }
 
 export class ConfigError extends Error {
@@ -157,5 +190,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     role: value.ROLE,
     readyMaxLagSeconds: value.READY_MAX_LAG_SECONDS,
     settlementDelaySeconds: value.SETTLEMENT_DELAY_SECONDS,
+    rateLimits: {
+      windowSeconds: value.RATE_LIMIT_WINDOW_SECONDS,
+      apiTokenRequests: value.RATE_LIMIT_API_TOKEN_REQUESTS,
+      userTokenRequests: value.RATE_LIMIT_USER_TOKEN_REQUESTS,
+      failedAuthentications: value.RATE_LIMIT_FAILED_AUTHENTICATIONS,
+    },
+    trustProxy: value.TRUST_PROXY,
   };
 }

@@ -1,11 +1,13 @@
 import type { RequestHandler, Response } from 'express';
 import { tenantOf } from './auth.ts';
 import { unauthorized } from './http/errors.ts';
+import { rateLimitsOf } from './http/rate-limits.ts';
 import { verifyUserToken, type UserTokenClaims } from './user-tokens.ts';
 
 /**
  * Integration routes that act for an end user: after `requireApiToken`, `Authorization: Bearer <user token>`
- * must carry a valid, unexpired user token of the request's organisation; else 401 `UNAUTHORIZED`.
+ * must carry a valid, unexpired user token of the request's organisation; else 401 `UNAUTHORIZED`. The
+ * request then counts against the user's rate limit (429 once it is spent).
  */
 export function requireUser(key: Uint8Array): RequestHandler {
   return async (req, res, next) => {
@@ -16,6 +18,7 @@ export function requireUser(key: Uint8Array): RequestHandler {
     if (!claims) throw unauthorized('Invalid or expired user token');
     if (claims.organisationId !== tenantOf(res).organisationId) throw unauthorized('This user token belongs to another organisation');
     res.locals.user = claims;
+    await rateLimitsOf(req)?.limitUser(res, claims);
     next();
   };
 }

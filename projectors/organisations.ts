@@ -14,6 +14,9 @@ export interface OrganisationRow {
   created_at: Timestamp;
   /** Null until the settings first change. */
   updated_at: NullableTimestamp;
+  /** Requests per rate-limit window per API token and per signed-in user; null: the platform default. */
+  api_token_rate_limit: number | null;
+  user_token_rate_limit: number | null;
 }
 
 export interface OrganisationDomainRow {
@@ -57,6 +60,7 @@ export const organisationsProjection = defineProjection<OrganisationTables, Orga
   canHandle: [
     'OrganisationCreated',
     'OrganisationSettingsChanged',
+    'OrganisationRateLimitsChanged',
     'ApiTokenIssued',
     'ApiTokenRevoked',
     'DomainRegistered',
@@ -115,6 +119,11 @@ export const organisationsProjection = defineProjection<OrganisationTables, Orga
         await db.schema.alterTable('organisations').addColumn('updated_at', 'timestamptz').execute();
       },
     },
+    '0003_rate_limits': {
+      async up(db) {
+        await db.schema.alterTable('organisations').addColumn('api_token_rate_limit', 'integer').addColumn('user_token_rate_limit', 'integer').execute();
+      },
+    },
   },
 
   /** One read and one write per table: the rows the batch names, folded in log order. */
@@ -149,6 +158,8 @@ export const organisationsProjection = defineProjection<OrganisationTables, Orga
             timezone: data.timezone,
             created_at: data.createdAt,
             updated_at: null,
+            api_token_rate_limit: null,
+            user_token_rate_limit: null,
           });
           break;
         }
@@ -156,6 +167,19 @@ export const organisationsProjection = defineProjection<OrganisationTables, Orga
           const { data } = event;
           const row = organisations.get({ id: data.organisationId });
           if (row) organisations.set({ ...row, name: data.name, default_language: data.defaultLanguage, timezone: data.timezone, updated_at: data.changedAt });
+          break;
+        }
+        case 'OrganisationRateLimitsChanged': {
+          const { data } = event;
+          const row = organisations.get({ id: data.organisationId });
+          if (row) {
+            organisations.set({
+              ...row,
+              api_token_rate_limit: data.apiTokenRequests,
+              user_token_rate_limit: data.userTokenRequests,
+              updated_at: data.changedAt,
+            });
+          }
           break;
         }
         case 'DomainRegistered': {
@@ -240,8 +264,10 @@ export const organisationsProjection = defineProjection<OrganisationTables, Orga
 
 type Fact = Recorded<OrganisationsEvent>;
 
-function isOrganisationFact(event: Fact): event is Recorded<Extract<OrganisationsEvent, { type: 'OrganisationCreated' | 'OrganisationSettingsChanged' }>> {
-  return event.type === 'OrganisationCreated' || event.type === 'OrganisationSettingsChanged';
+function isOrganisationFact(
+  event: Fact,
+): event is Recorded<Extract<OrganisationsEvent, { type: 'OrganisationCreated' | 'OrganisationSettingsChanged' | 'OrganisationRateLimitsChanged' }>> {
+  return event.type === 'OrganisationCreated' || event.type === 'OrganisationSettingsChanged' || event.type === 'OrganisationRateLimitsChanged';
 }
 
 function isDomainFact(event: Fact): event is Recorded<Extract<OrganisationsEvent, { data: { hostname: string } }>> {

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { Kysely } from 'kysely';
 import type { ServiceContext } from '../command-api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
+import type { RateLimitDefaults } from '../infra/config.ts';
 import { domainListSchema, settingsSchema } from '../infra/contract/domains.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
@@ -9,7 +10,8 @@ import { minPositionHeader, readYourWrites } from '../infra/http/request-context
 import { verificationRecordName } from '../domain/organisation.ts';
 import type { OrganisationTables } from '../projectors/organisations.ts';
 
-export async function readSettings(db: Kysely<OrganisationTables>, organisationId: string) {
+/** The settings as they are now; `rateLimits` are the ones in force (the organisation's own, else `defaults`). */
+export async function readSettings(db: Kysely<OrganisationTables>, organisationId: string, defaults: RateLimitDefaults) {
   const row = await db.selectFrom('organisations').selectAll().where('id', '=', organisationId).executeTakeFirst();
   if (!row) throw notFound('Organisation not found');
   return {
@@ -19,6 +21,11 @@ export async function readSettings(db: Kysely<OrganisationTables>, organisationI
     domain: row.domain,
     defaultLanguage: row.default_language,
     timezone: row.timezone,
+    rateLimits: {
+      windowSeconds: defaults.windowSeconds,
+      apiTokenRequests: row.api_token_rate_limit ?? defaults.apiTokenRequests,
+      userTokenRequests: row.user_token_rate_limit ?? defaults.userTokenRequests,
+    },
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at ?? row.created_at),
   };
@@ -42,7 +49,7 @@ export function organisationQueries(ctx: ServiceContext, admin: ApiDescription):
     },
     fresh,
     async (_req, res) => {
-      res.json(await readSettings(db, tenantOf(res).organisationId));
+      res.json(await readSettings(db, tenantOf(res).organisationId, ctx.config.rateLimits));
     },
   );
 

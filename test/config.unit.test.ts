@@ -29,6 +29,22 @@ describe('configuration', () => {
     for (const variable of ['PORT', 'DATABASE_URL', 'REDIS_URL', 'LOG_LEVEL', 'EVENT_STORE']) expect(problems).toContain(`${variable}:`);
   });
 
+  it('reads rate limits and the trusted proxies, with documented defaults', () => {
+    expect(loadConfig({})).toMatchObject({
+      rateLimits: { windowSeconds: 60, apiTokenRequests: 300, userTokenRequests: 60, failedAuthentications: 20 },
+      trustProxy: 'loopback',
+    });
+    expect(loadConfig({ TRUST_PROXY: 'loopback,uniquelocal, 10.0.0.0/8, ::1' }).trustProxy).toBe('loopback, uniquelocal, 10.0.0.0/8, ::1');
+    for (const env of [
+      { TRUST_PROXY: 'true' },
+      { TRUST_PROXY: '10.0.0.0/33' },
+      { RATE_LIMIT_API_TOKEN_REQUESTS: '0' },
+      { RATE_LIMIT_WINDOW_SECONDS: 'soon' },
+    ]) {
+      expect(() => loadConfig(env), JSON.stringify(env)).toThrow(new RegExp(`${Object.keys(env)[0]}:`));
+    }
+  });
+
   it('needs a KurrentDB connection string to use KurrentDB', () => {
     expect(() => loadConfig({ EVENT_STORE: 'kurrentdb' })).toThrow(/KURRENTDB_CONNECTION_STRING/);
   });

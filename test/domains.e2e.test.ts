@@ -124,6 +124,7 @@ describe('domains and organisation settings', () => {
       domain: 'acme.engage.test',
       defaultLanguage: 'en',
       timezone: 'UTC',
+      rateLimits: { windowSeconds: 60, apiTokenRequests: 1_000_000, userTokenRequests: 1_000_000 },
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

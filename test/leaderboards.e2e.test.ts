@@ -288,6 +288,7 @@ describe('leaderboards over HTTP', () => {
       '409',
       '413',
       '415',
+      '429',
       '500',
     ]);
     expect(document.paths['/leaderboards'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateLeaderboard' });

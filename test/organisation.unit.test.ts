@@ -225,6 +225,30 @@ describe('organisation decider: domains and settings', () => {
       .when({ type: 'ChangeSettings', data: { name: 'x', now } })
       .thenRefuses('not_found', /Organisation not found/);
   });
+
+  it('changes rate limits in their own event; left out keeps, null goes back to the default; refuses limits out of bounds', () => {
+    const limited = { type: 'OrganisationRateLimitsChanged' as const, data: { organisationId, apiTokenRequests: 50, userTokenRequests: null, changedAt: now } };
+    given(organisationDecider, born)
+      .when({ type: 'ChangeSettings', data: { name: 'Acme NV', rateLimits: { apiTokenRequests: 50 }, now } })
+      .then([
+        { type: 'OrganisationSettingsChanged', data: { organisationId, name: 'Acme NV', defaultLanguage: 'en', timezone: 'UTC', changedAt: now } },
+        limited,
+      ]);
+    given(organisationDecider, [...born, limited])
+      .when({ type: 'ChangeSettings', data: { rateLimits: { userTokenRequests: 5 }, now } })
+      .then([{ type: 'OrganisationRateLimitsChanged', data: { organisationId, apiTokenRequests: 50, userTokenRequests: 5, changedAt: now } }]);
+    given(organisationDecider, [...born, limited])
+      .when({ type: 'ChangeSettings', data: { rateLimits: { apiTokenRequests: null }, now } })
+      .then([{ type: 'OrganisationRateLimitsChanged', data: { organisationId, apiTokenRequests: null, userTokenRequests: null, changedAt: now } }]);
+    given(organisationDecider, [...born, limited])
+      .when({ type: 'ChangeSettings', data: { rateLimits: { apiTokenRequests: 50, userTokenRequests: null }, now } })
+      .then([]);
+    for (const apiTokenRequests of [0, 2.5, 1_000_001]) {
+      given(organisationDecider, born)
+        .when({ type: 'ChangeSettings', data: { rateLimits: { apiTokenRequests }, now } })
+        .thenRefuses('invalid', /whole number from 1 to 1000000/);
+    }
+  });
 });
 
 describe('domain name decider: release', () => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { canonicalLanguage, canonicalTimeZone, CUSTOM_DOMAIN_KINDS, HOSTNAME_PATTERN } from '../../domain/organisation.ts';
+import { canonicalLanguage, canonicalTimeZone, CUSTOM_DOMAIN_KINDS, HOSTNAME_PATTERN, RATE_LIMIT_BOUNDS } from '../../domain/organisation.ts';
 
 const hostname = z
   .string()
@@ -54,6 +54,29 @@ export const removedDomainSchema = z
   .object({ hostname: z.string(), removed: z.literal(true), revokedTokenIds: z.array(z.string()) })
   .meta({ id: 'RemovedDomain' });
 
+const rateLimitsSchema = z
+  .object({
+    windowSeconds: z.number().int().describe('the window every limit counts over (the operator’s `RATE_LIMIT_WINDOW_SECONDS`)'),
+    apiTokenRequests: z.number().int().describe('requests per window each API token of the organisation may make'),
+    userTokenRequests: z.number().int().describe('requests per window each signed-in user (user token) may make'),
+  })
+  .describe('The limits in force: the organisation’s own where it set them, else the platform defaults')
+  .meta({ id: 'OrganisationRateLimits' });
+
+const rateLimit = z
+  .number()
+  .int()
+  .min(RATE_LIMIT_BOUNDS.min)
+  .max(RATE_LIMIT_BOUNDS.max)
+  .nullable()
+  .optional()
+  .describe('requests per window; `null` goes back to the platform default');
+
+const changeRateLimitsBody = z
+  .strictObject({ apiTokenRequests: rateLimit, userTokenRequests: rateLimit })
+  .refine((body) => Object.values(body).some((value) => value !== undefined), 'change at least one of apiTokenRequests, userTokenRequests')
+  .meta({ id: 'ChangeOrganisationRateLimits' });
+
 export const settingsSchema = z
   .object({
     organisationId: z.string(),
@@ -62,6 +85,7 @@ export const settingsSchema = z
     domain: z.string().describe('the standard domain'),
     defaultLanguage: z.string().describe('BCP 47, canonical form'),
     timezone: z.string().describe('IANA time zone'),
+    rateLimits: rateLimitsSchema,
     createdAt: z.string(),
     updatedAt: z.string(),
   })
@@ -80,6 +104,7 @@ export const changeSettingsBody = z
       .max(35)
       .refine((value) => canonicalLanguage(value) !== null, 'must be a BCP 47 language tag such as en or nl-BE')
       .optional(),
+    rateLimits: changeRateLimitsBody.optional(),
   })
-  .refine((body) => Object.values(body).some((value) => value !== undefined), 'change at least one of name, timezone, defaultLanguage')
+  .refine((body) => Object.values(body).some((value) => value !== undefined), 'change at least one of name, timezone, defaultLanguage, rateLimits')
   .meta({ id: 'ChangeOrganisationSettings' });

@@ -44,6 +44,7 @@ const errorDescriptions: Record<number, string> = {
   409: 'Conflict with the current state or a concurrent write (`CONFLICT`)',
   413: 'Body too large (`PAYLOAD_TOO_LARGE`)',
   415: 'A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`)',
+  429: 'Rate limit spent for this API token, user or address (`TOO_MANY_REQUESTS`, with `Retry-After` and `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, `RateLimit-Policy`, which every answer carries)',
   500: 'Internal server error (`INTERNAL_SERVER_ERROR`)',
   503: 'A backing store or read model is not available yet (`SERVICE_UNAVAILABLE`, with `Retry-After`)',
 };
@@ -95,7 +96,7 @@ export class ApiDescription {
           ...(response.schema ? { content: { 'application/json': { schema: toSchema(response.schema, 'output') } } } : {}),
         };
       }
-      for (const status of [400, 401, 403, ...(op.method === 'get' ? [404] : []), ...(op.body ? [413, 415] : []), 500]) {
+      for (const status of [400, 401, 403, ...(op.method === 'get' ? [404] : []), ...(op.body ? [413, 415] : []), 429, 500]) {
         responses[String(status)] ??= {
           description: errorDescriptions[status],
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },

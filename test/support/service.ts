@@ -37,6 +37,10 @@ export async function startTestService(options: Pick<ServiceOptions, 'outside' |
     LOG_LEVEL: 'silent',
     BODY_LIMIT: '100kb',
     READ_YOUR_WRITES_TIMEOUT_MS: '10000',
+    // Rate limits have their own suite (rate-limits.e2e); elsewhere they would only trip tests of other things.
+    RATE_LIMIT_API_TOKEN_REQUESTS: '1000000',
+    RATE_LIMIT_USER_TOKEN_REQUESTS: '1000000',
+    RATE_LIMIT_FAILED_AUTHENTICATIONS: '1000000',
     ...(server?.url ? { DATABASE_URL: server.url } : {}),
     ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
     ...options.env,
