@@ -1,7 +1,6 @@
 import type { Server } from 'node:http';
 import { ConfigError, loadConfig, type Config } from './infra/config.ts';
 import { createLogger } from './infra/logging.ts';
-import { removeServerFile, runningServer, writeServerFile } from './infra/server-file.ts';
 import { openService } from './service.ts';
 import { planFor, roleArgument } from './infra/roles.ts';
 
@@ -19,23 +18,39 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger(config.logLevel).child({ role: config.role });
-  const embedded = !config.databaseUrl;
-  if (embedded) {
-    const other = runningServer(config.dataDir);
-    if (other) {
-      console.error(`Another engage server (pid ${other.pid}) already owns ${config.dataDir}; stop it or set DATA_DIR.`);
-      process.exit(1);
-    }
-  }
+  // A signal during the start: in embedded mode the start finishes first, then stops what it started (the
+  // embedded PostgreSQL); in server mode there is nothing of ours to stop, and a process waiting for its
+  // stores ends at once.
+  let stopRequested: string | null = null;
+  const duringStart = (signal: NodeJS.Signals) => {
+    if (config.databaseUrl) process.exit(signal === 'SIGINT' ? 130 : 143);
+    stopRequested ??= signal;
+    logger.info({ signal }, 'stopping once the start has finished');
+  };
+  process.on('SIGINT', duringStart);
+  process.on('SIGTERM', duringStart);
   // A process started before its stores waits for them (a log line per attempt) instead of exiting.
   const service = await openService(config, logger, { ...planFor(config.role), waitForStores: true });
-  const server: Server = service.app.listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  let server: Server;
+  try {
+    if (stopRequested) throw new StartAbandoned(stopRequested);
+    server = service.app.listen(config.port, config.host);
+    await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  } catch (error) {
+    await service.close();
+    if (error instanceof StartAbandoned) {
+      logger.info({ signal: error.message }, 'stopped');
+      process.exit(0);
+    }
+    throw error;
+  }
+  process.off('SIGINT', duringStart);
+  process.off('SIGTERM', duringStart);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  if (embedded) writeServerFile(config.dataDir, { pid: process.pid, port, consoleSecret: service.consoleSecret });
+  const mode = service.embedded ? `embedded (PostgreSQL on 127.0.0.1:${service.embedded.port}, data in ${config.dataDir})` : 'server (PostgreSQL)';
   logger.info(
-    { port, mode: embedded ? `embedded (PGlite in ${config.dataDir})` : 'server (PostgreSQL)', platformDomain: config.platformDomain },
+    { port, mode, platformDomain: config.platformDomain },
     `engage listening on http://localhost:${port}; organisations answer on http://<slug>.${config.platformDomain}:${port}`,
   );
 
@@ -52,14 +67,16 @@ async function main(): Promise<void> {
     server.close();
     server.closeIdleConnections();
     await new Promise<void>((resolve) => server.once('close', () => resolve()));
+    // Stops the embedded PostgreSQL too, unless an `engage` command still uses it (then the last one out does).
     await service.close();
-    if (embedded) removeServerFile(config.dataDir);
     logger.info('stopped');
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
+
+class StartAbandoned extends Error {}
 
 main().catch((error) => {
   console.error(error);

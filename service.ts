@@ -1,8 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import type { Express } from 'express';
 import { Migrator, type Kysely, type Migration } from 'kysely';
-import { consoleRouter } from './command-api/console.ts';
 import type { ServiceContext } from './command-api/context.ts';
 import { communityCommands } from './command-api/communities.ts';
 import { domainCommands } from './command-api/domains.ts';
@@ -18,7 +15,8 @@ import { customEventLinkCommands, customEventLinkRedemption } from './command-ap
 import { variableConfigCommands } from './command-api/variable-configs.ts';
 import { requireApiToken } from './infra/auth.ts';
 import type { Config } from './infra/config.ts';
-import { inBackground, openPglite, openPostgres, waitForPostgres, type Database } from './infra/database.ts';
+import { inBackground, openPostgres, waitForPostgres, type Database } from './infra/database.ts';
+import { openEmbeddedPostgres, type EmbeddedPostgres } from './infra/embedded-postgres.ts';
 import type { EventStore } from './infra/event-store/port.ts';
 import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/postgres.ts';
 import { ApiDescription } from './infra/http/api-description.ts';
@@ -58,7 +56,8 @@ export interface Service extends ServiceContext {
   app: Express;
   runner: ProjectionRunner;
   jobs: JobRunner;
-  consoleSecret: string;
+  /** The PostgreSQL server this process started or joined in embedded mode (no DATABASE_URL); null in server mode. */
+  embedded: EmbeddedPostgres | null;
   /** This instance's Prometheus registry and metrics (served at `/metrics`). */
   metrics: Metrics;
   close(): Promise<void>;
@@ -87,9 +86,17 @@ export interface ServiceOptions {
 /** Opens the stores, applies migrations, prepares the read models and composes the HTTP app. */
 export async function openService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
   if (config.databaseUrl && options.waitForStores) await waitForPostgres(config.databaseUrl, logger, config.databaseTimeouts.connectMs);
-  const database = config.databaseUrl
-    ? await openPostgres(config.databaseUrl, { max: config.databasePoolSize, applicationName: config.applicationName, timeouts: config.databaseTimeouts })
-    : await openPglite(join(config.dataDir, 'pglite'));
+  // Embedded mode: a PostgreSQL server of DATA_DIR's own, started here or joined; from then on the same pool as in server mode.
+  const embedded = config.databaseUrl ? null : await openEmbeddedPostgres(config.dataDir, { logger });
+  // A failed start stops the embedded server it started (unless another process uses it too).
+  const database = await openPostgres(config.databaseUrl ?? embedded!.url, {
+    max: config.databasePoolSize,
+    applicationName: config.applicationName,
+    timeouts: config.databaseTimeouts,
+  }).catch(async (error: unknown) => {
+    await embedded?.release();
+    throw error;
+  });
   let redis: Redis | null = null;
   let redisProbe: Redis | null = null;
   try {
@@ -125,7 +132,6 @@ export async function openService(config: Config, logger: Logger, options: Servi
       : inProcessJobRunner(database.db, jobHandlers(ctx, options.outside), logger, jobOptions);
     // Jobs run in the background: their loops and timers, started here, keep the background limits.
     if (options.jobs ?? true) await inBackground(() => jobs.start());
-    const consoleSecret = randomBytes(24).toString('base64url');
     const rateLimits =
       options.http === 'ops'
         ? null
@@ -134,9 +140,9 @@ export async function openService(config: Config, logger: Logger, options: Servi
       ...ctx,
       runner,
       jobs,
-      consoleSecret,
+      embedded,
       metrics,
-      app: rateLimits ? composeApp(ctx, consoleSecret, redisProbe, metrics, rateLimits) : operationsApp(ctx, redisProbe, metrics),
+      app: rateLimits ? composeApp(ctx, redisProbe, metrics, rateLimits) : operationsApp(ctx, redisProbe, metrics),
       async close() {
         await jobs.stop();
         await runner.stop();
@@ -145,12 +151,14 @@ export async function openService(config: Config, logger: Logger, options: Servi
         redisProbe?.disconnect();
         redis?.disconnect();
         rateLimits?.close();
+        await embedded?.release();
       },
     };
   } catch (error) {
     redisProbe?.disconnect();
     redis?.disconnect();
     await database.close();
+    await embedded?.release();
     throw error;
   }
 }
@@ -191,7 +199,7 @@ async function runMigrations(db: Kysely<any>, migrations: Record<string, Migrati
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
-function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | null, metrics: Metrics, rateLimits: RateLimits): Express {
+function composeApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics, rateLimits: RateLimits): Express {
   const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics);
   app.set('trust proxy', ctx.config.trustProxy);
   app.locals.clock = ctx.clock;
@@ -199,7 +207,6 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
   const { refuseBlockedAddresses, limitApiToken } = rateLimits;
   const db = ctx.database.db;
   app.use(healthRoutes(ctx, redis, metrics));
-  app.use(consoleRouter(ctx, consoleSecret));
   const admin = new ApiDescription('admin', 'engage admin API', 'Configure an organisation: leaderboards and everything a programme needs.');
   const adminRoutes = [
     domainCommands(ctx, admin),

@@ -1,26 +1,11 @@
-#!/usr/bin/env -S npx tsx
 import { Command, Option } from 'commander';
-import { ZodError } from 'zod';
 import { API_FAMILIES } from '../domain/organisation.ts';
-import { ConfigError, loadConfig } from '../infra/config.ts';
-import { HttpError } from '../infra/http/errors.ts';
-import { ConsoleFailure, withConsole, type ConsoleOptions } from './console-client.ts';
-import {
-  CliError,
-  driveIn,
-  jobsStatus,
-  parkedList,
-  parkedRetry,
-  parkedSkip,
-  printReplayResult,
-  projectionsRebuild,
-  projectionsStatus,
-  replay,
-  streamsList,
-  streamsRead,
-  type CliContext,
-} from './operations.ts';
-import { printRecord, printTable } from './output.ts';
+import type { ConsoleOptions, RunOperation } from './console-client.ts';
+import type { CliContext } from './operations.ts';
+import { CliError, printRecord, printTable } from './output.ts';
+
+// The service, the database and the operations load when a command runs, not for `--help` or a typo.
+type Operations = typeof import('./operations.ts');
 
 const program = new Command('engage')
   .description('Operate the engage service: organisations, tokens, streams and replays, projections, jobs.')
@@ -94,7 +79,7 @@ projectionsCommand
   .command('status')
   .description('checkpoint, lag and parked events per projection')
   .option('--json', 'print NDJSON, one projection a line')
-  .action((options: { json?: boolean }) => operate((ctx) => projectionsStatus(ctx, options)));
+  .action((options: { json?: boolean }) => operate((ctx, ops) => ops.projectionsStatus(ctx, options)));
 projectionsCommand
   .command('rebuild [names...]')
   .description('blue/green: build new generations from the start of the log, swap each in once caught up; run again to resume')
@@ -105,8 +90,8 @@ projectionsCommand
   .action((names: string[], options: { all?: boolean; detach?: boolean; json?: boolean; progress: boolean }) => {
     if (Boolean(options.all) === names.length > 0) throw new CliError('name the projections to rebuild, or pass --all');
     return operate(
-      async (ctx) => {
-        const result = await projectionsRebuild(ctx, { names, all: options.all, detach: options.detach, json: options.json });
+      async (ctx, ops) => {
+        const result = await ops.projectionsRebuild(ctx, { names, all: options.all, detach: options.detach, json: options.json });
         if (result.interrupted) process.exitCode = 130;
         else if (!result.complete && !options.detach) process.exitCode = 1;
       },
@@ -119,17 +104,17 @@ parked
   .description('parked events of live and building generations, oldest first')
   .option('--projection <name>', 'only this projection')
   .option('--json', 'print NDJSON, one parked event a line')
-  .action((options: { projection?: string; json?: boolean }) => operate((ctx) => parkedList(ctx, { name: options.projection, json: options.json })));
+  .action((options: { projection?: string; json?: boolean }) => operate((ctx, ops) => ops.parkedList(ctx, { name: options.projection, json: options.json })));
 parked
   .command('retry <id>')
   .description('apply the parked event again; removed from the list when it succeeds, kept with the new error when not')
   .option('--json', 'print as JSON')
-  .action((id: string, options: { json?: boolean }) => operate((ctx) => parkedRetry(ctx, parseId(id), options)));
+  .action((id: string, options: { json?: boolean }) => operate((ctx, ops) => ops.parkedRetry(ctx, parseId(id), options)));
 parked
   .command('skip <id>')
   .description('give up on the parked event: removed from the list, the projection stays past it')
   .option('--json', 'print as JSON')
-  .action((id: string, options: { json?: boolean }) => operate((ctx) => parkedSkip(ctx, parseId(id), options)));
+  .action((id: string, options: { json?: boolean }) => operate((ctx, ops) => ops.parkedSkip(ctx, parseId(id), options)));
 
 const streams = program.command('streams').description('the event log, stream by stream');
 streams
@@ -138,7 +123,7 @@ streams
   .option('--category <category>', 'only streams of this category (the name up to its first "-")')
   .option('--limit <n>', 'at most this many streams (0: all)', parseCount, 100)
   .option('--json', 'print NDJSON, one stream a line')
-  .action((options: { category?: string; limit: number; json?: boolean }) => operate((ctx) => streamsList(ctx, options)));
+  .action((options: { category?: string; limit: number; json?: boolean }) => operate((ctx, ops) => ops.streamsList(ctx, options)));
 streams
   .command('read <stream>')
   .description("a stream's events in revision order")
@@ -147,7 +132,7 @@ streams
   .option('--ndjson', 'print NDJSON, one event a line, payload in full')
   .option('--json', 'same as --ndjson')
   .action((stream: string, options: { from: number; limit: number; ndjson?: boolean; json?: boolean }) =>
-    operate((ctx) => streamsRead(ctx, stream, { from: options.from, limit: options.limit, ndjson: options.ndjson || options.json })),
+    operate((ctx, ops) => ops.streamsRead(ctx, stream, { from: options.from, limit: options.limit, ndjson: options.ndjson || options.json })),
   );
 
 program
@@ -179,9 +164,9 @@ program
       progress: boolean;
     }) =>
       operate(
-        async (ctx) => {
-          const result = await replay(ctx, { ...options, categories: options.category, types: options.type });
-          printReplayResult(ctx, result);
+        async (ctx, ops) => {
+          const result = await ops.replay(ctx, { ...options, categories: options.category, types: options.type });
+          ops.printReplayResult(ctx, result);
           if (result.interrupted) process.exitCode = 130;
         },
         { progress: options.progress },
@@ -194,18 +179,19 @@ program
   .command('status')
   .description('jobs by kind and state, the oldest due job, recent failures')
   .option('--json', 'print as JSON')
-  .action((options: { json?: boolean }) => operate((ctx) => jobsStatus(ctx, options)));
+  .action((options: { json?: boolean }) => operate((ctx, ops) => ops.jobsStatus(ctx, options)));
 
-async function run<T = any>(work: Parameters<typeof withConsole<T>>[1], options?: ConsoleOptions): Promise<T> {
+async function run<T = any>(work: (call: RunOperation, service: import('../service.ts').Service) => Promise<T>, options?: ConsoleOptions): Promise<T> {
+  const [{ loadConfig }, { withConsole }] = await Promise.all([import('../infra/config.ts'), import('./console-client.ts')]);
   return withConsole(loadConfig(), work, options);
 }
 
 /**
- * Runs an analyst or operator command: reads only, so a process that opens the database itself runs no
- * projectors or jobs, except the projections a rebuild drives (`drive`). Ctrl-C asks the command to stop
- * cleanly (a second Ctrl-C exits at once).
+ * Runs an analyst or operator command: reads only, so the process runs no projectors or jobs, except the
+ * projections a rebuild drives (`drive`). Ctrl-C asks the command to stop cleanly (a second Ctrl-C exits at once).
  */
-async function operate(work: (ctx: CliContext) => Promise<unknown>, options: { drive?: boolean; progress?: boolean } = {}): Promise<void> {
+async function operate(work: (ctx: CliContext, ops: Operations) => Promise<unknown>, options: { drive?: boolean; progress?: boolean } = {}): Promise<void> {
+  const ops = await import('./operations.ts');
   const controller = new AbortController();
   const interrupt = () => {
     if (controller.signal.aborted) process.exit(130);
@@ -214,15 +200,18 @@ async function operate(work: (ctx: CliContext) => Promise<unknown>, options: { d
   process.on('SIGINT', interrupt);
   try {
     await run(
-      (call, local) =>
-        work({
-          run: call,
-          out: process.stdout,
-          err: process.stderr,
-          progress: (options.progress ?? true) && process.stderr.isTTY,
-          drive: options.drive && local ? driveIn(local) : undefined,
-          signal: controller.signal,
-        }),
+      (call, service) =>
+        work(
+          {
+            run: call,
+            out: process.stdout,
+            err: process.stderr,
+            progress: (options.progress ?? true) && process.stderr.isTTY,
+            drive: options.drive ? ops.driveIn(service) : undefined,
+            signal: controller.signal,
+          },
+          ops,
+        ),
       { projectors: false, jobs: false },
     );
   } finally {
@@ -249,12 +238,18 @@ function collect(value: string, previous: string[]): string[] {
 program
   .parseAsync()
   .then(() => process.exit(process.exitCode ?? 0))
-  .catch((error: unknown) => {
+  .catch(async (error: unknown) => {
+    const [{ ConfigError }, { HttpError }, { DomainError }, { ZodError }] = await Promise.all([
+      import('../infra/config.ts'),
+      import('../infra/http/errors.ts'),
+      import('../domain/decider.ts'),
+      import('zod'),
+    ]);
     if (error instanceof ConfigError) console.error(error.message);
-    else if (error instanceof CliError) console.error(`engage: ${error.message}`);
-    else if (error instanceof ConsoleFailure || error instanceof HttpError) {
+    else if (error instanceof CliError || error instanceof DomainError) console.error(`engage: ${error.message}`);
+    else if (error instanceof HttpError) {
       console.error(`engage: ${error.message}`);
-      for (const issue of (error as ConsoleFailure).issues ?? []) console.error(`  - ${issue.message}`);
+      for (const issue of error.issues ?? []) console.error(`  - ${issue.message}`);
     } else if (error instanceof ZodError) console.error(`engage: ${error.issues.map((issue) => issue.message).join('; ')}`);
     else console.error(error);
     process.exit(1);

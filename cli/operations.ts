@@ -10,13 +10,12 @@ import { projections } from '../projectors/index.ts';
 import { ProjectionRunner, sleep, type ProjectionStatus } from '../projectors/runtime/index.ts';
 import type { Service } from '../service.ts';
 import type { RunOperation } from './console-client.ts';
-import { printRecord, printTable, type WriteLine } from './output.ts';
+import { CliError, printRecord, printTable, type WriteLine } from './output.ts';
 
 /**
  * The logic of the analyst and operator commands (`engage streams`, `replay`, `projections`, `jobs`),
  * apart from commander, so tests call it directly. Every read goes through console operations
- * (command-api/console.ts), page by page: the same code whether a running server answers them or this
- * process opened the database itself.
+ * (command-api/console.ts), page by page.
  */
 export interface CliContext {
   run: RunOperation;
@@ -27,8 +26,8 @@ export interface CliContext {
   /** Draw progress bars on `err` (the CLI does on a terminal). */
   progress?: boolean;
   /**
-   * Runs the named projections in this process until the returned function is called. Present when this
-   * process opened the database itself (no server to do the work); absent when a server does it.
+   * Runs the named projections in this process until the returned function is called (a running service's
+   * projectors share the work through their leases); absent: the command only watches.
    */
   drive?: (names: string[]) => Promise<() => Promise<void>>;
   /** Aborted on Ctrl-C: a long command stops cleanly and says how to go on. */
@@ -470,6 +469,3 @@ export async function jobsStatus(ctx: CliContext, options: { json?: boolean } = 
   );
   return status;
 }
-
-/** A refusal the CLI reports as `engage: <message>` with exit code 1. */
-export class CliError extends Error {}

@@ -28,3 +28,6 @@ function format(value: unknown): string {
   if (typeof value === 'number') return Number.isInteger(value) ? String(value) : value.toFixed(2);
   return String(value);
 }
+
+/** A refusal the CLI reports as `engage: <message>` with exit code 1. */
+export class CliError extends Error {}

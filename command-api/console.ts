@@ -1,7 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
-import { Router } from 'express';
 import { z } from 'zod';
-import { forbidden, notFound } from '../infra/http/errors.ts';
+import { notFound } from '../infra/http/errors.ts';
 import { parse } from '../infra/http/request-context.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { projections } from '../projectors/index.ts';
@@ -31,10 +29,7 @@ interface ConsoleOperation<Schema extends z.ZodType> {
 
 const operation = <Schema extends z.ZodType>(op: ConsoleOperation<Schema>) => op;
 
-/**
- * What the `engage` CLI can do. It runs them in its own process against the database, or, when an
- * embedded server owns the PGlite files, asks that server through the console endpoint: same code either way.
- */
+/** What the `engage` CLI can do: it runs them in its own process, against the database. */
 export const consoleOperations = {
   'organisation.create': operation({ input: createOrganisationInput, run: createOrganisation }),
   'token.issue': operation({ input: issueTokenInput, run: issueToken }),
@@ -104,19 +99,4 @@ export async function runConsoleOperation(ctx: ServiceContext, name: string, inp
   if (!op) throw notFound(`No console operation ${name}`);
   const metadata: EventMetadata = { actor, occurredAt: new Date().toISOString() };
   return op.run(ctx, parse(op.input, input), metadata);
-}
-
-/** Loopback only, and only with the secret the server wrote into its data directory at start-up. */
-export function consoleRouter(ctx: ServiceContext, secret: string): Router {
-  const router = Router();
-  const expected = Buffer.from(secret);
-  router.post('/_console/:operation', async (req, res) => {
-    const remote = req.socket.remoteAddress ?? '';
-    const loopback = remote === '127.0.0.1' || remote === '::1' || remote === '::ffff:127.0.0.1';
-    const given = Buffer.from(req.get('x-console-secret') ?? '');
-    if (!loopback || given.length !== expected.length || !timingSafeEqual(given, expected))
-      throw forbidden('Console access is local and needs the console secret');
-    res.json(await runConsoleOperation(ctx, String(req.params.operation), req.body ?? {}, 'console'));
-  });
-  return router;
 }

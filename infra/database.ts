@@ -1,26 +1,21 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect, sql, type Dialect, type PostgresCursor, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
+import { Kysely, PostgresDialect, sql, type PostgresCursor, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
 import pg from 'pg';
 import type { Logger } from './logging.ts';
 
 /**
  * One handle on PostgreSQL for everything that is not the event store's own wire: read models, tenancy,
- * migrations. The same code runs on a `pg` pool (server mode) and on PGlite (embedded mode).
+ * migrations. A `pg` pool, whether the server is the deployment's (DATABASE_URL) or the embedded one
+ * (infra/embedded-postgres.ts).
  */
 export interface Database {
-  readonly kind: 'postgres' | 'pglite';
   readonly db: Kysely<any>;
   /** Calls `onNotify` for every NOTIFY on `channel`; resolves to an unsubscribe function. */
   listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
-  /**
-   * A session of its own for a session-level advisory lock, or null where the database has a single
-   * session (PGlite: one process owns it, so in-process coordination is enough).
-   */
-  openDedicatedSession(): Promise<DedicatedSession | null>;
-  /** The process's control session (leases), or null where the database has a single session (PGlite). */
-  control(): DedicatedSession | null;
+  /** A session of its own, for a session-level advisory lock. */
+  openDedicatedSession(): Promise<DedicatedSession>;
+  /** The process's control session (projection leases). */
+  control(): DedicatedSession;
   close(): Promise<void>;
 }
 
@@ -28,10 +23,6 @@ export interface DedicatedSession {
   query<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
   close(): Promise<void>;
 }
-
-// int8 and numeric come back as strings on both drivers, so code never sees a lossy number by accident.
-const INT8 = 20;
-const NUMERIC = 1700;
 
 /**
  * How long the process waits on PostgreSQL. A statement's limit is enforced twice: by the server
@@ -133,7 +124,6 @@ export async function openPostgres(connectionString: string, options: PostgresOp
   const listeners = new Set<ResilientListener>();
   let control: ControlSession | null = null;
   return {
-    kind: 'postgres',
     db,
     async listen(channel, onNotify) {
       const listener = new ResilientListener(connectionString, `${applicationName}:listen`, channel, onNotify, timeouts);
@@ -299,7 +289,7 @@ const UNREACHABLE_CODES = new Set([
   '53300',
 ]);
 
-function isUnreachable(error: unknown): boolean {
+export function isUnreachable(error: unknown): boolean {
   const candidate = error as { code?: unknown; message?: unknown; errors?: unknown[] } | null;
   if (!candidate || typeof candidate !== 'object') return false;
   if (typeof candidate.code === 'string' && UNREACHABLE_CODES.has(candidate.code)) return true;
@@ -451,67 +441,6 @@ export class ControlSession {
     this.client = null;
     await pending?.then((client) => client.end()).catch(() => undefined);
   }
-}
-
-export async function openPglite(dataDir: string | undefined): Promise<Database> {
-  if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const pglite = await PGlite.create(dataDir, {
-    parsers: { [INT8]: (value: string) => value, [NUMERIC]: (value: string) => value },
-  });
-  const db = new Kysely<any>({ dialect: pgliteDialect(pglite) });
-  return {
-    kind: 'pglite',
-    db,
-    async listen(channel, onNotify) {
-      const unlisten = await pglite.listen(channel, () => onNotify());
-      return async () => {
-        if (!pglite.closed) await unlisten();
-      };
-    },
-    async openDedicatedSession() {
-      return null;
-    },
-    control() {
-      return null;
-    },
-    async close() {
-      await db.destroy();
-      if (!pglite.closed) await pglite.close();
-    },
-  };
-}
-
-/**
- * PGlite is one session. Kysely's pool interface is served by handing that session to one borrower at a
- * time, so a transaction (BEGIN ... COMMIT over several awaits) never interleaves with another caller.
- */
-function pgliteDialect(pglite: PGlite): Dialect {
-  let queue: Promise<void> = Promise.resolve();
-  const pool = {
-    async connect() {
-      let release!: () => void;
-      const turn = new Promise<void>((resolve) => (release = resolve));
-      const previous = queue;
-      queue = previous.then(() => turn);
-      await previous;
-      return {
-        async query(text: string, params: unknown[] = []) {
-          const result = await pglite.query(text, params as any[]);
-          const rows = result.rows as Record<string, unknown>[];
-          // Kysely reads affected-row counts only when the command says it wrote.
-          const command = /^\s*(insert|update|delete|merge|with)\b/i.test(text) ? 'UPDATE' : 'SELECT';
-          return { command, rowCount: result.affectedRows ?? rows.length, rows };
-        },
-        release() {
-          release();
-        },
-      };
-    },
-    async end() {
-      await queue;
-    },
-  };
-  return new PostgresDialect({ pool: pool as any });
 }
 
 export function quoteIdentifier(name: string): string {

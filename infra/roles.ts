@@ -11,7 +11,7 @@
  *
  * Both API roles serve every route: which requests reach which role is the ingress's choice (by method:
  * writes to command-api, reads to query-api; see deploy/nginx.conf), so a misrouted request still works
- * and each side scales on its own. Only `all` may run embedded (PGlite is one process's files).
+ * and each side scales on its own. Embedded mode (no DATABASE_URL) runs `all`: one process holds the service.
  */
 export const ROLES = ['all', 'command-api', 'query-api', 'projectors', 'worker'] as const;
 

@@ -19,6 +19,7 @@ import { scheduleJob } from '../infra/jobs.ts';
 import { organisationsProjection } from '../projectors/organisations.ts';
 import { projections } from '../projectors/index.ts';
 import { ProjectionRunner, liveGeneration } from '../projectors/runtime/index.ts';
+import { runningPostmaster, temporaryDirectories } from './support/embedded.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { waitUntil } from './support/projections.ts';
 
@@ -242,14 +243,27 @@ describe('engage jobs', () => {
 });
 
 describe('the engage binary', () => {
-  it('lists streams as NDJSON against DATABASE_URL', async () => {
-    const url = t.service.config.databaseUrl;
-    if (!url) return; // PGlite fallback: no database a second process could open.
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'cli/engage.ts', 'streams', 'list', '--category', 'organisation', '--json'], {
-      env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn', REDIS_URL: '' },
+  const directories = temporaryDirectories('engage-cli-');
+  afterAll(() => directories.removeAll());
+
+  function engage(args: string[], env: Record<string, string>) {
+    // The bin as npx runs it: compiled by its launcher when the sources changed.
+    return spawnSync(process.execPath, ['bin/engage.mjs', ...args], {
+      env: { ...process.env, LOG_LEVEL: 'warn', REDIS_URL: '', ...env },
       encoding: 'utf8',
       timeout: 60_000,
     });
+  }
+
+  it('answers --help without opening any database', () => {
+    const result = engage(['--help'], { DATABASE_URL: 'postgres://nobody@127.0.0.1:1/nothing' });
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain('Usage: engage');
+    for (const command of ['org', 'token', 'migrate', 'projections', 'streams', 'replay', 'jobs']) expect(result.stdout).toContain(command);
+  });
+
+  it('lists streams as NDJSON against DATABASE_URL', async () => {
+    const result = engage(['streams', 'list', '--category', 'organisation', '--json'], { DATABASE_URL: t.service.config.databaseUrl! });
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
     const streams = result.stdout
@@ -258,5 +272,31 @@ describe('the engage binary', () => {
       .map((line) => JSON.parse(line).stream);
     expect(streams).toHaveLength(3);
     expect(streams).toContain(`organisation-${acme.organisationId}`);
+  });
+
+  it('in embedded mode with no service running, starts the PostgreSQL of DATA_DIR for each command and stops it after', () => {
+    const dir = directories.make();
+    const env = { DATA_DIR: dir, DATABASE_URL: '' };
+    const running = () => runningPostmaster(dir) !== null;
+
+    const created = engage(['org', 'create', '--name', 'Beta', '--slug', 'beta', '--json'], env);
+    expect(created.status, created.stderr).toBe(0);
+    const organisation = JSON.parse(created.stdout);
+    expect(running()).toBe(false);
+
+    const issued = engage(['token', 'issue', '--org', organisation.organisationId, '--name', 'reports', '--families', 'analytics', '--json'], env);
+    expect(issued.status, issued.stderr).toBe(0);
+    expect(JSON.parse(issued.stdout)).toMatchObject({ domain: 'beta.localhost', families: ['analytics'] });
+    expect(running()).toBe(false);
+
+    const listed = engage(['streams', 'list', '--category', 'organisation', '--json'], env);
+    expect(listed.status, listed.stderr).toBe(0);
+    expect(
+      listed.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line).stream),
+    ).toEqual([`organisation-${organisation.organisationId}`]);
+    expect(running()).toBe(false);
   });
 });

@@ -6,17 +6,16 @@ import { openPostgres, type Database } from '../infra/database.ts';
 import type { AppendResult, NewEvent, Position, RecordedEvent } from '../infra/event-store/port.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { migrate } from '../service.ts';
-import { freshServerDatabase, type TestDatabase } from './support/databases.ts';
+import { freshDatabase } from './support/databases.ts';
 
 /**
  * The read horizon of the PostgreSQL store (es_horizon): a reader never passes an appender that is still
  * open, and nothing else holds it back. Readers are a second store on a pool of their own, as another
- * process would be. PGlite is one session, so none of this applies there.
+ * process would be.
  */
-const server = await freshServerDatabase();
+const test = await freshDatabase();
 
-describe.runIf(server)('PostgreSQL event store: the read horizon', () => {
-  const test = server as TestDatabase;
+describe('PostgreSQL event store: the read horizon', () => {
   let store: PostgresEventStore;
   let readers: Database;
   let reader: PostgresEventStore;
@@ -25,7 +24,7 @@ describe.runIf(server)('PostgreSQL event store: the read horizon', () => {
   beforeAll(async () => {
     await migrate(test.database.db);
     store = new PostgresEventStore(test.database);
-    readers = await openPostgres(test.url!, { max: 4 });
+    readers = await openPostgres(test.url, { max: 4 });
     reader = new PostgresEventStore(readers);
     await sql`create table horizon_side (id bigint generated always as identity primary key, note text not null)`.execute(test.database.db);
     await sql`create schema horizon_read_model`.execute(test.database.db);
@@ -40,7 +39,7 @@ describe.runIf(server)('PostgreSQL event store: the read horizon', () => {
   });
 
   /** A session of its own, for a transaction the test holds open. */
-  async function session(url = test.url!): Promise<pg.Client> {
+  async function session(url = test.url): Promise<pg.Client> {
     const client = new pg.Client({ connectionString: url });
     client.on('error', () => undefined);
     await client.connect();
@@ -318,15 +317,15 @@ describe.runIf(server)('PostgreSQL event store: the read horizon', () => {
     }
 
     it('(a) a writing transaction held open in another database of the same server', async () => {
-      const other = await freshServerDatabase();
+      const other = await freshDatabase();
       try {
-        const elsewhere = await session(other!.url!);
+        const elsewhere = await session(other.url);
         await elsewhere.query('begin');
         await elsewhere.query('create temp table scratch (n int)');
         await elsewhere.query('insert into scratch values (1)');
         await expectVisibleAtOnce(await xidOf(elsewhere));
       } finally {
-        await other?.drop();
+        await other.drop();
       }
     });
 

@@ -150,7 +150,7 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
       });
 
       it('pages through events of many transactions each once and in order (positions whose numbers change length included)', async () => {
-        // 400 transactions: a fresh PGlite starts below transaction 1000, so this crosses 999 → 1000, where a
+        // 400 transactions: a freshly initialised server starts below transaction 1000, so this crosses 999 → 1000, where a
         // textual order of transaction ids would deliver pages out of order and events twice.
         const cat = category();
         const start = (await store.head())?.position ?? null;

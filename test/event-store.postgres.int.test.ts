@@ -3,14 +3,11 @@ import type { RecordedEvent } from '../infra/event-store/port.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { migrate } from '../service.ts';
 import { eventStoreContract } from './event-store.contract.ts';
-import { freshServerDatabase, type TestDatabase } from './support/databases.ts';
+import { freshDatabase } from './support/databases.ts';
 
-const server = await freshServerDatabase();
+const test = await freshDatabase();
 
-// Without a reachable server (and outside CI) the PGlite suite alone runs; freshServerDatabase said so.
-describe.runIf(server)('PostgreSQL event store on a pg pool', () => {
-  const test = server as TestDatabase;
-
+describe('PostgreSQL event store on a pg pool', () => {
   eventStoreContract('PostgreSQL (pg pool)', async () => {
     await migrate(test.database.db);
     const store = new PostgresEventStore(test.database);

@@ -11,6 +11,7 @@ import { liveGeneration, prepareProjections, ProjectionRunner, runtimeDb } from 
 import { migrate } from '../service.ts';
 import { tallyProjection } from './support/projections.ts';
 import { waitUntil } from './support/projections.ts';
+import { adminUrl } from './support/databases.ts';
 
 /**
  * A projection is isolated from the others and from the database's bad moments: a batch that stays open
@@ -18,7 +19,6 @@ import { waitUntil } from './support/projections.ts';
  * backends make workers back off and resume, never stop, never end the process, never park an event.
  */
 
-const adminUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
 async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {

@@ -16,7 +16,7 @@ import {
 import { listParked, requestRebuild, retryParked, skipParked } from '../projectors/maintenance.ts';
 import type { Projection } from '../projectors/projection.ts';
 import { migrate } from '../service.ts';
-import { freshDatabase, freshServerDatabase, type TestDatabase } from './support/databases.ts';
+import { freshDatabase, type TestDatabase } from './support/databases.ts';
 import { tallyProjection, waitUntil } from './support/projections.ts';
 
 const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -263,10 +263,9 @@ describe('projector runtime', () => {
   });
 });
 
-const server = await freshServerDatabase();
+const test = await freshDatabase();
 
-describe.runIf(server)('projector runtime on PostgreSQL, across processes and sessions', () => {
-  const test = server as TestDatabase;
+describe('projector runtime on PostgreSQL, across processes and sessions', () => {
   let store: PostgresEventStore;
 
   beforeAll(async () => {
@@ -294,7 +293,7 @@ describe.runIf(server)('projector runtime on PostgreSQL, across processes and se
     const checkpointBefore = (await liveGeneration(test.database.db, 'tally'))!.checkpoint;
     const rowsBefore = (await tallyRows(test)).length;
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/projector-process.ts', test.url!], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/projector-process.ts', test.url], { stdio: ['ignore', 'pipe', 'inherit'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     await waitUntil(() => output.includes('APPLIED'), 30_000, 'the child to apply a batch');
@@ -319,7 +318,7 @@ describe.runIf(server)('projector runtime on PostgreSQL, across processes and se
 
   it('two projector processes racing apply each batch once', async () => {
     const rowsBefore = (await tallyRows(test)).length;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/projector-follow.ts', test.url!, '5'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/projector-follow.ts', test.url, '5'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     await waitUntil(() => output.includes('READY'), 30_000, 'the child projector process');

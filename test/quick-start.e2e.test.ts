@@ -1,46 +1,87 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { dataFolderOf } from '../infra/embedded-postgres.ts';
+import { runningPostmaster, temporaryDirectories } from './support/embedded.ts';
 import { waitUntil } from './support/projections.ts';
 
 /**
- * The README's quick start, as a user runs it: `npm start` in embedded mode (PGlite, no servers), the CLI
- * creating an organisation while the server runs, a leaderboard written and read back with the token.
+ * The README's quick start, as a user runs it: `npm start` with no DATABASE_URL (the launcher compiles the
+ * service when needed and runs it; the service runs a PostgreSQL of its own under DATA_DIR), the CLI
+ * creating an organisation while the service runs, a leaderboard written with the token and read back;
+ * then restarts on the same data directory, after SIGTERM and after kill -9.
  */
-describe('quick start in embedded mode', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'engage-quick-start-'));
-  const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: '', REDIS_URL: '' };
-  let server: ChildProcess;
-  let port = 0;
+const directories = temporaryDirectories('engage-quick-start-');
+const dataDir = directories.make;
+const started: ChildProcess[] = [];
+
+const envFor = (dir: string) => ({ ...process.env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: '', REDIS_URL: '' });
+
+/** `npm start` as its script runs it: `node bin/start.mjs`; resolves once the service listens. */
+async function start(dir: string): Promise<{ service: ChildProcess; port: number; log: () => string }> {
+  const service = spawn(process.execPath, ['bin/start.mjs'], { env: envFor(dir), stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(service);
   let log = '';
+  service.stdout!.on('data', (chunk: Buffer) => (log += chunk.toString()));
+  service.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
+  let port = 0;
+  await waitUntil(
+    () => {
+      if (service.exitCode !== null) throw new Error(`the service exited (${service.exitCode}):\n${log}`);
+      const line = log.split('\n').find((entry) => entry.includes('"engage listening on'));
+      if (line) port = JSON.parse(line).port;
+      return port > 0;
+    },
+    60_000,
+    'the service to listen',
+  );
+  return { service, port, log: () => log };
+}
 
-  beforeAll(async () => {
-    server = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    server.stdout!.on('data', (chunk: Buffer) => (log += chunk.toString()));
-    server.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
-    await waitUntil(() => existsSync(join(dataDir, 'server.json')), 60_000, 'the embedded server to start');
-    port = JSON.parse(readFileSync(join(dataDir, 'server.json'), 'utf8')).port;
-  });
-  afterAll(async () => {
-    if (server.exitCode === null) server.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+function engage(dir: string, args: string[]) {
+  const result = spawnSync(process.execPath, ['bin/engage.mjs', ...args], { env: envFor(dir), encoding: 'utf8', timeout: 60_000 });
+  expect(result.status, result.stderr).toBe(0);
+  return result.stdout;
+}
 
-  it('creates an organisation with the CLI, then writes and reads a leaderboard with its token', async () => {
-    const cli = spawnSync(process.execPath, ['--import', 'tsx', 'cli/engage.ts', 'org', 'create', '--name', 'Acme', '--slug', 'acme', '--json'], {
-      env,
-      encoding: 'utf8',
-    });
-    expect(cli.status, cli.stderr).toBe(0);
-    const created = JSON.parse(cli.stdout);
+async function stop(service: ChildProcess, signal: NodeJS.Signals): Promise<number | null> {
+  if (service.exitCode !== null || service.signalCode !== null) return service.exitCode;
+  service.kill(signal);
+  const [code] = await once(service, 'exit');
+  return code as number | null;
+}
+
+afterAll(async () => {
+  for (const service of started) await stop(service, 'SIGKILL');
+  // Whatever still runs of a server a test killed its service under: stopped the way the service would.
+  for (const dir of directories.made) {
+    const pid = runningPostmaster(dir);
+    if (pid) {
+      process.kill(pid, 'SIGINT');
+      await waitUntil(() => runningPostmaster(dir) === null, 30_000, 'the embedded PostgreSQL to stop');
+    }
+  }
+  directories.removeAll();
+});
+
+describe('quick start in embedded mode', () => {
+  it('runs on a PostgreSQL of its own: the CLI creates an organisation, its token writes and reads, and the data outlives restarts and kill -9', async () => {
+    const dir = dataDir();
+    const first = await start(dir);
+    expect(first.log()).toMatch(/"mode":"embedded \(PostgreSQL on 127\.0\.0\.1:\d+, data in /);
+    const postmaster = runningPostmaster(dir);
+    expect(postmaster).not.toBeNull();
+
+    // The CLI joins the service's PostgreSQL.
+    const created = JSON.parse(engage(dir, ['org', 'create', '--name', 'Acme', '--slug', 'acme', '--json']));
     expect(Object.keys(created).sort()).toEqual(['domain', 'organisationId', 'token']);
     expect(created.domain).toBe('acme.localhost');
+    expect(runningPostmaster(dir)).toBe(postmaster);
 
-    const post = await call(port, 'POST', '/api/v2/admin/leaderboards', created.domain, created.token, {
+    const post = await call(first.port, 'POST', '/api/v2/admin/leaderboards', created.domain, created.token, {
       name: 'Weekly XP',
       metricType: 'total-xp',
       startsAt: '2026-01-05T00:00:00Z',
@@ -48,24 +89,54 @@ describe('quick start in embedded mode', () => {
       period: 'weekly',
     });
     expect(post.status).toBe(200);
-    const get = await call(port, 'GET', `/api/v2/admin/leaderboards/${post.body.id}`, created.domain, created.token, undefined, {
+    const get = await call(first.port, 'GET', `/api/v2/admin/leaderboards/${post.body.id}`, created.domain, created.token, undefined, {
       'x-min-position': post.headers['x-event-position'] as string,
     });
     expect(get.status).toBe(200);
     expect(get.body).toEqual(post.body);
-  });
+    const readBack = async (port: number) => {
+      const again = await call(port, 'GET', `/api/v2/admin/leaderboards/${post.body.id}`, created.domain, created.token);
+      expect(again.status).toBe(200);
+      expect(again.body).toEqual(post.body);
+    };
 
-  it('stops gracefully on SIGTERM and releases the data directory', async () => {
-    server.kill('SIGTERM');
-    const [code] = await once(server, 'exit');
-    expect(code).toBe(0);
-    expect(log).toContain('stopped');
-    expect(existsSync(join(dataDir, 'server.json'))).toBe(false);
+    // SIGTERM: the service stops gracefully, and its PostgreSQL with it.
+    expect(await stop(first.service, 'SIGTERM')).toBe(0);
+    expect(first.log()).toContain('"msg":"embedded PostgreSQL stopped"');
+    expect(first.log()).toContain('"msg":"stopped"');
+    expect(runningPostmaster(dir)).toBeNull();
+    expect(existsSync(join(dataFolderOf(dir), 'postmaster.pid'))).toBe(false);
+
+    // Started again on the same data directory: the data is there.
+    const second = await start(dir);
+    expect(second.log()).not.toContain('initialising the embedded PostgreSQL');
+    await readBack(second.port);
+
+    // kill -9 of the service: its PostgreSQL survives, and the next start joins it.
+    const survivor = runningPostmaster(dir);
+    await stop(second.service, 'SIGKILL');
+    expect(runningPostmaster(dir)).toBe(survivor);
+    const third = await start(dir);
+    expect(runningPostmaster(dir)).toBe(survivor);
+    await readBack(third.port);
+
+    // kill -9 of the service and of every PostgreSQL process (a machine going down): the postmaster.pid
+    // left behind does not stop the next start, and recovery keeps every committed write.
+    await stop(third.service, 'SIGKILL');
+    spawnSync('pkill', ['-KILL', '-P', String(survivor)]);
+    process.kill(survivor!, 'SIGKILL');
+    await waitUntil(() => runningPostmaster(dir) === null, 10_000, 'the killed PostgreSQL to be gone');
+    expect(existsSync(join(dataFolderOf(dir), 'postmaster.pid'))).toBe(true);
+    const fourth = await start(dir);
+    expect(runningPostmaster(dir)).not.toBe(survivor);
+    await readBack(fourth.port);
+    expect(await stop(fourth.service, 'SIGTERM')).toBe(0);
+    expect(runningPostmaster(dir)).toBeNull();
   });
 
   it('refuses to start on a bad setting, naming the variable', () => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'main.ts'], {
-      env: { ...env, PORT: 'eighty', PLATFORM_DOMAIN: 'not a domain' },
+    const result = spawnSync(process.execPath, ['bin/start.mjs'], {
+      env: { ...envFor(dataDir()), PORT: 'eighty', PLATFORM_DOMAIN: 'not a domain' },
       encoding: 'utf8',
     });
     expect(result.status).toBe(1);

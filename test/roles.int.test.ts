@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../infra/config.ts';
 import { planFor, type Role } from '../infra/roles.ts';
 import { openService, type Service } from '../service.ts';
-import { freshServerDatabase, type TestDatabase } from './support/databases.ts';
+import { freshDatabase } from './support/databases.ts';
 import { httpClient } from './support/http.ts';
 import { waitUntil } from './support/projections.ts';
 
@@ -14,10 +14,9 @@ import { waitUntil } from './support/projections.ts';
  * them: they take turns at the migrations, the API roles serve the API, the others only health and metrics,
  * and readiness fails while a projection lags.
  */
-const server = await freshServerDatabase();
+const test = await freshDatabase();
 
-describe.runIf(server)('process roles', () => {
-  const test = server as TestDatabase;
+describe('process roles', () => {
   const roles: Role[] = ['query-api', 'projectors', 'worker'];
   const services = new Map<Role, Service>();
   const listeners: Server[] = [];
@@ -27,7 +26,7 @@ describe.runIf(server)('process roles', () => {
     await test.database.close();
     const opened = await Promise.all(
       roles.map((role) => {
-        const config = loadConfig({ DATABASE_URL: test.url!, ROLE: role, READY_MAX_LAG_SECONDS: '60', LOG_LEVEL: 'silent' });
+        const config = loadConfig({ DATABASE_URL: test.url, ROLE: role, READY_MAX_LAG_SECONDS: '60', LOG_LEVEL: 'silent' });
         return openService(config, pino({ level: 'silent' }), { ...planFor(role), runtime: { scanIntervalMs: 100 } });
       }),
     );

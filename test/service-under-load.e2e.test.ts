@@ -6,14 +6,13 @@ import { loadConfig } from '../infra/config.ts';
 import { planFor, type Role } from '../infra/roles.ts';
 import { openService } from '../service.ts';
 import { asTenant, startTestService, type Tenant, type TestService } from './support/service.ts';
+import { adminUrl } from './support/databases.ts';
 
 /**
  * The service as a deployment sees it: a transaction left open anywhere else on the server does not stall
  * read-your-writes; processes start and stop while clients write and read, without a 5xx or a failed start;
  * a process holds at most its pool plus two connections, whatever the number of projections.
  */
-
-const adminUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 const leaderboard = (name: string) => ({
   name,

@@ -1,5 +1,5 @@
 /**
- * The event store port. Adapters: PostgreSQL (pg pool or PGlite) and KurrentDB. Every adapter passes
+ * The event store port. Adapters: PostgreSQL and KurrentDB. Every adapter passes
  * test/event-store.contract.ts.
  */
 

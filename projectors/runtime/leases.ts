@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Database } from '../../infra/database.ts';
 import type { Logger } from '../../infra/logging.ts';
-import { runtimeDb } from './generations.ts';
 import { backoff, sleep } from './transient.ts';
 
 const key = (name: string, generation: number) => `${name}:${generation}`;
@@ -76,20 +75,7 @@ export class LeaseKeeper {
         where projection_leases.owner = excluded.owner or projection_leases.until < now()
       returning name, generation`;
     try {
-      const control = this.database.control();
-      const rows = control
-        ? await control.query<{ name: string; generation: number }>(text, [names, generations, this.owner, this.leaseMs])
-        : await runtimeDb(this.database.db)
-            .insertInto('projection_leases')
-            .values(wanted.map((lease) => ({ ...lease, owner: this.owner, until: new Date(Date.now() + this.leaseMs) })))
-            .onConflict((oc) =>
-              oc
-                .columns(['name', 'generation'])
-                .doUpdateSet((eb) => ({ owner: eb.ref('excluded.owner'), until: eb.ref('excluded.until') }))
-                .where((eb) => eb.or([eb('projection_leases.owner', '=', this.owner), eb('projection_leases.until', '<', new Date())])),
-            )
-            .returning(['name', 'generation'])
-            .execute();
+      const rows = await this.database.control().query<{ name: string; generation: number }>(text, [names, generations, this.owner, this.leaseMs]);
       this.held = new Set(rows.map((row) => key(row.name, Number(row.generation))));
       this.failures = 0;
     } catch (error) {
@@ -108,10 +94,8 @@ export class LeaseKeeper {
     // their leases): a runner started right after would otherwise wait for them to run out.
     this.wanted.clear();
     this.held = new Set();
-    const control = this.database.control();
     try {
-      if (control) await control.query('delete from projection_leases where owner = $1', [this.owner]);
-      else await runtimeDb(this.database.db).deleteFrom('projection_leases').where('owner', '=', this.owner).execute();
+      await this.database.control().query('delete from projection_leases where owner = $1', [this.owner]);
     } catch {
       // They run out by themselves.
     }

@@ -1,28 +1,28 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { openPglite, openPostgres, type Database } from '../../infra/database.ts';
+import { openPostgres, type Database } from '../../infra/database.ts';
 
 export interface TestDatabase {
   database: Database;
-  /** The database's URL, or null on the PGlite fallback. */
-  url: string | null;
+  /** The database's URL, for a second pool or another process. */
+  url: string;
   drop(): Promise<void>;
 }
 
-const adminUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-
 /**
- * A database of this test file's own on the real PostgreSQL server. Where no server answers, the suite
- * falls back to in-process PGlite and says so, except under REQUIRE_SERVICES=1 (CI), where that fails.
+ * The server the suites make their databases on: TEST_DATABASE_URL, else the local PostgreSQL; where that
+ * does not answer (and REQUIRE_SERVICES is not 1), test/support/global-setup.ts started an embedded
+ * PostgreSQL for the run and set TEST_DATABASE_URL to it.
  */
-export async function freshServerDatabase(): Promise<TestDatabase | null> {
+export const adminUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** A database of this test file's own on the test server. */
+export async function freshDatabase(): Promise<TestDatabase> {
   const admin = new pg.Client({ connectionString: adminUrl() });
   try {
     await admin.connect();
   } catch (error) {
-    if (process.env.REQUIRE_SERVICES === '1') throw new Error(`PostgreSQL is required (REQUIRE_SERVICES=1) but unreachable at ${adminUrl()}: ${String(error)}`);
-    console.warn(`[test] PostgreSQL unreachable at ${adminUrl()}; this suite falls back to PGlite`);
-    return null;
+    throw new Error(`PostgreSQL is required but unreachable at ${adminUrl()}: ${String(error)}`);
   }
   const name = `engage_test_${randomBytes(6).toString('hex')}`;
   await admin.query(`create database ${name}`);
@@ -41,16 +41,4 @@ export async function freshServerDatabase(): Promise<TestDatabase | null> {
       await cleanup.end();
     },
   };
-}
-
-export async function freshDatabase(): Promise<TestDatabase> {
-  const server = await freshServerDatabase();
-  if (server) return server;
-  const database = await openPglite(undefined);
-  return { database, url: null, drop: () => database.close() };
-}
-
-export async function freshPglite(): Promise<TestDatabase> {
-  const database = await openPglite(undefined);
-  return { database, url: null, drop: () => database.close() };
 }

@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import { formatPosition } from '../../infra/event-store/port.ts';
 import { waitForProjections } from '../../projectors/runtime/index.ts';
 import { projections } from '../../projectors/index.ts';
-import { freshServerDatabase } from './databases.ts';
+import { freshDatabase } from './databases.ts';
 import { httpClient } from './http.ts';
 
 export const PLATFORM_DOMAIN = 'engage.test';
@@ -24,12 +24,12 @@ export function asTenant(tenant: Tenant, extra: Record<string, string> = {}) {
 }
 
 /**
- * The composed service on a fresh database of the real PostgreSQL server (PGlite only where no server
- * answers and REQUIRE_SERVICES is unset), listening on a free port, with helpers to set tenants up.
+ * The composed service on a fresh database of the test's PostgreSQL server, listening on a free port, with
+ * helpers to set tenants up.
  */
 export async function startTestService(options: Pick<ServiceOptions, 'outside' | 'jobs' | 'jobOptions' | 'clock'> & { env?: Record<string, string> } = {}) {
-  const server = await freshServerDatabase();
-  await server?.database.close();
+  const server = await freshDatabase();
+  await server.database.close();
   const dataDir = mkdtempSync(join(tmpdir(), 'engage-test-'));
   const config = loadConfig({
     DATA_DIR: dataDir,
@@ -41,7 +41,7 @@ export async function startTestService(options: Pick<ServiceOptions, 'outside' |
     RATE_LIMIT_API_TOKEN_REQUESTS: '1000000',
     RATE_LIMIT_USER_TOKEN_REQUESTS: '1000000',
     RATE_LIMIT_FAILED_AUTHENTICATIONS: '1000000',
-    ...(server?.url ? { DATABASE_URL: server.url } : {}),
+    DATABASE_URL: server.url,
     ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
     ...options.env,
   });
@@ -90,7 +90,7 @@ export async function startTestService(options: Pick<ServiceOptions, 'outside' |
     async close() {
       await new Promise((resolve) => listener.close(resolve));
       await service.close();
-      await server?.drop();
+      await server.drop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
