@@ -154,7 +154,9 @@ class Membership {
       }
       const postmaster = livePostmaster(this.folder);
       if (!postmaster) {
-        const started = await startServer(this.dataDir, this.binaries, this.runAs, this.logger, deadline);
+        // Started again under this process (it crashed, or was killed): on the port it had, which the pools
+        // of the processes using it still connect to.
+        const started = await startServer(this.dataDir, this.binaries, this.runAs, this.logger, deadline, this.port || null);
         if (started === 'another') lastProblem = 'another process started it at the same time';
         continue;
       }
@@ -300,10 +302,17 @@ function isPostgresProcess(pid: number): boolean {
  * Starts the server on a free port and waits until it is ready. `another`: a server of another process
  * took the data folder first (join that one).
  */
-async function startServer(dataDir: string, binaries: Binaries, runAs: OsUser | null, logger: Logger, deadline: number): Promise<'started' | 'another'> {
+async function startServer(
+  dataDir: string,
+  binaries: Binaries,
+  runAs: OsUser | null,
+  logger: Logger,
+  deadline: number,
+  preferredPort: number | null,
+): Promise<'started' | 'another'> {
   const folder = dataFolderOf(dataDir);
+  let port = preferredPort ?? (await freePort());
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
     const logFile = logFileOf(dataDir);
     const logFd = openSync(logFile, 'a', 0o600);
     const logStart = statSync(logFile).size;
@@ -343,6 +352,9 @@ async function startServer(dataDir: string, binaries: Binaries, runAs: OsUser | 
       const postmaster = readPostmaster(folder);
       if (postmaster && postmaster.pid === child.pid && postmaster.status === 'ready') {
         logger.info({ port, pid: child.pid, ms: Date.now() - started, folder }, 'embedded PostgreSQL started');
+        if (preferredPort && port !== preferredPort) {
+          logger.error({ port, formerPort: preferredPort }, 'the embedded PostgreSQL could not have its former port back: restart the processes that used it');
+        }
         return 'started';
       }
       if (exited !== null) break;
@@ -352,9 +364,11 @@ async function startServer(dataDir: string, binaries: Binaries, runAs: OsUser | 
     const output = tailOf(logFile, logStart);
     const other = livePostmaster(folder);
     if (other && other.pid !== child.pid) return 'another';
-    // The free port was taken before the server bound it: take another. The processes of a server killed
-    // with -9 still hold its shared memory for a moment: wait for them to go.
-    if (attempt < 20 && Date.now() < deadline && /could not (bind|create any TCP\/IP sockets)|pre-existing shared memory block/i.test(output)) {
+    // The port was taken before the server bound it: take another. The processes of a server killed with -9
+    // still hold its shared memory for a moment: wait for them to go.
+    const portTaken = /could not (bind|create any TCP\/IP sockets)/i.test(output);
+    if (attempt < 20 && Date.now() < deadline && (portTaken || /pre-existing shared memory block/i.test(output))) {
+      if (portTaken) port = await freePort();
       await sleep(100);
       continue;
     }

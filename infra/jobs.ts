@@ -1,4 +1,4 @@
-import { Queue, Worker, type Job } from 'bullmq';
+import type { Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { Logger } from './logging.ts';
@@ -219,11 +219,18 @@ export function bullmqJobRunner(
   options: JobRunnerOptions = {},
 ): JobRunner {
   const settings = withDefaults(options);
+  // Loaded only where Redis is configured: BullMQ takes a large part of a start's module loading.
+  const bullmq = import('bullmq');
   // BullMQ does not close connections it was given: these are ours to close on stop.
   const queueConnection = redis.duplicate();
   const workerConnection = redis.duplicate();
-  const queue = new Queue(settings.queueName, { connection: queueConnection });
-  queue.on('error', (error) => logger.warn({ err: error }, 'job queue error'));
+  let queue: Promise<Queue> | null = null;
+  const queueOf = () =>
+    (queue ??= bullmq.then(({ Queue }) => {
+      const opened = new Queue(settings.queueName, { connection: queueConnection });
+      opened.on('error', (error) => logger.warn({ err: error }, 'job queue error'));
+      return opened;
+    }));
   let worker: Worker | null = null;
   let timer: NodeJS.Timeout | null = null;
   let feeding: Promise<number> | null = null;
@@ -238,12 +245,14 @@ export function bullmqJobRunner(
       .orderBy('due_at')
       .limit(1000)
       .execute()) as Pick<JobRow, 'id' | 'kind' | 'due_at' | 'attempts'>[];
+    if (due.length === 0) return 0;
+    const jobs = await queueOf();
     for (const row of due) {
       const delay = Math.max(0, new Date(row.due_at).getTime() - settings.now().getTime());
       // One BullMQ job per attempt and due time: adding it again is ignored, a retry gets a fresh one.
       // (BullMQ refuses ':' in its ids, which ours may contain.)
       const jobId = `${encodeURIComponent(row.id)}--${row.attempts}--${new Date(row.due_at).getTime()}`;
-      await queue.add(row.kind, { id: row.id }, { jobId, delay, removeOnComplete: 1000, removeOnFail: 1000 });
+      await jobs.add(row.kind, { id: row.id }, { jobId, delay, removeOnComplete: 1000, removeOnFail: 1000 });
     }
     return due.length;
   }
@@ -258,6 +267,7 @@ export function bullmqJobRunner(
 
   return {
     async start() {
+      const { Worker } = await bullmq;
       worker = new Worker(settings.queueName, process, { connection: workerConnection, concurrency: 4 });
       worker.on('error', (error) => logger.error({ err: error }, 'job worker error'));
       await feed();
@@ -271,7 +281,7 @@ export function bullmqJobRunner(
     async stop() {
       if (timer) clearInterval(timer);
       await worker?.close();
-      await queue.close();
+      if (queue) await (await queue).close();
       queueConnection.disconnect();
       workerConnection.disconnect();
     },

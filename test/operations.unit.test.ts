@@ -29,9 +29,10 @@ describe('process roles', () => {
     expect(roleArgument([])).toBeUndefined();
   });
 
-  it('have an npm script each', () => {
+  it('have an npm script each, which runs the compiled service like npm start', () => {
     const scripts = JSON.parse(readFileSync('package.json', 'utf8')).scripts as Record<string, string>;
-    for (const role of ROLES.filter((role) => role !== 'all')) expect(scripts[`start:${role}`]).toBe(`tsx main.ts --role=${role}`);
+    expect(scripts.start).toBe('node bin/start.mjs');
+    for (const role of ROLES.filter((role) => role !== 'all')) expect(scripts[`start:${role}`]).toBe(`node bin/start.mjs --role=${role}`);
   });
 });
 
