@@ -88,7 +88,7 @@ const USER = 'engage';
 // The members' advisory lock: shared by every member, exclusive for the one that stops the server.
 const MEMBERS_LOCK = 'hashtextextended($$engage:embedded-members$$, 0)';
 const CONNECT_TIMEOUT_MS = 2000;
-const LAST_MEMBER_WAIT_MS = 250;
+const LAST_MEMBER_WAIT_MS = 500;
 
 export const dataFolderOf = (dataDir: string) => join(dataDir, 'postgres');
 export const logFileOf = (dataDir: string) => join(dataDir, 'postgres.log');
@@ -206,15 +206,14 @@ class Membership {
     const session = this.session;
     this.session = null;
     if (!session) return;
-    await session.end().catch(() => undefined);
-    const last = this.client(this.port);
     let isLast = false;
     try {
-      await last.connect();
+      // On the member's own session: its share is gone for sure before it asks whether anyone else has one.
+      await session.query(`select pg_advisory_unlock_shared(${MEMBERS_LOCK})`);
       // A member killed a moment ago may still hold its share until its session notices (a few ms): the
       // lock is waited for that long, no longer.
-      await last.query(`set lock_timeout = ${LAST_MEMBER_WAIT_MS}`);
-      await last.query(`select pg_advisory_lock(${MEMBERS_LOCK})`);
+      await session.query(`set lock_timeout = ${LAST_MEMBER_WAIT_MS}`);
+      await session.query(`select pg_advisory_lock(${MEMBERS_LOCK})`);
       isLast = true;
     } catch {
       // Another member holds a share (lock_timeout), or the server is already gone, or going.
@@ -224,7 +223,7 @@ class Membership {
       // joins in between. Another member's share means the server stays up for it.
       if (isLast) await stopServer(this.folder, this.logger);
     } finally {
-      await last.end().catch(() => undefined);
+      await session.end().catch(() => undefined);
     }
   }
 
@@ -392,9 +391,9 @@ async function stopServer(folder: string, logger: Logger): Promise<void> {
       break;
     }
     const deadline = Date.now() + waitMs;
-    // Gone when its lock file is (it removes it last) or its process is.
-    while (Date.now() < deadline && isPostgresProcess(postmaster.pid) && readPostmaster(folder)?.pid === postmaster.pid) await sleep(20);
-    if (!isPostgresProcess(postmaster.pid) || readPostmaster(folder)?.pid !== postmaster.pid) {
+    // Gone when its process is (it removes its postmaster.pid just before).
+    while (Date.now() < deadline && isPostgresProcess(postmaster.pid)) await sleep(20);
+    if (!isPostgresProcess(postmaster.pid)) {
       logger.info({ pid: postmaster.pid, ms: Date.now() - started, folder }, 'embedded PostgreSQL stopped');
       return;
     }

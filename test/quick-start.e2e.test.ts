@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dataFolderOf } from '../infra/embedded-postgres.ts';
@@ -130,8 +131,40 @@ describe('quick start in embedded mode', () => {
     const fourth = await start(dir);
     expect(runningPostmaster(dir)).not.toBe(survivor);
     await readBack(fourth.port);
-    expect(await stop(fourth.service, 'SIGTERM')).toBe(0);
+    expect(await stop(fourth.service, 'SIGINT')).toBe(0);
     expect(runningPostmaster(dir)).toBeNull();
+  });
+
+  it('a start that fails stops the PostgreSQL it started, and so does a signal during the start', async () => {
+    // The port is taken: the start fails after the embedded server was started for it.
+    const dir = dataDir();
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    const failed = spawnSync(process.execPath, ['bin/start.mjs'], {
+      env: { ...envFor(dir), PORT: String(port), HOST: '127.0.0.1' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    taken.close();
+    expect(failed.status).toBe(1);
+    expect(failed.stderr).toContain('EADDRINUSE');
+    expect(failed.stdout).toContain('"msg":"embedded PostgreSQL stopped"');
+    expect(runningPostmaster(dir)).toBeNull();
+
+    // SIGINT while the first start initialises the data folder: the start finishes, then everything stops.
+    const other = dataDir();
+    const service = spawn(process.execPath, ['bin/start.mjs'], { env: envFor(other), stdio: ['ignore', 'pipe', 'pipe'] });
+    started.push(service);
+    let log = '';
+    service.stdout!.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    await waitUntil(() => log.includes('initialising the embedded PostgreSQL'), 60_000, 'the first start to begin');
+    service.kill('SIGINT');
+    const [code] = await once(service, 'exit');
+    expect(code).toBe(0);
+    expect(log).toContain('"msg":"stopping once the start has finished"');
+    expect(log).toContain('"msg":"embedded PostgreSQL stopped"');
+    expect(runningPostmaster(other)).toBeNull();
   });
 
   it('refuses to start on a bad setting, naming the variable', () => {
