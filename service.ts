@@ -48,6 +48,8 @@ import { rewardEntryQueries } from './query-api/reward-entries.ts';
 import { rewardAssetCommands } from './command-api/reward-assets.ts';
 import { eventQueries } from './query-api/events.ts';
 import { achievementQueries } from './query-api/achievements.ts';
+import { webhookCommands } from './command-api/webhooks.ts';
+import { webhookQueries } from './query-api/webhooks.ts';
 import { openRedis, openRedisProbe } from './infra/redis.ts';
 import { bullmqJobRunner, inProcessJobRunner, jobMigrations, type JobRunner, type JobRunnerOptions } from './infra/jobs.ts';
 import { jobHandlers, type OutsideWorld } from './command-api/jobs.ts';
@@ -223,6 +225,8 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
     templateQueries(ctx, admin),
     gameCommands(ctx, admin),
     gameQueries(ctx, admin),
+    webhookCommands(ctx, admin),
+    webhookQueries(ctx, admin),
   ];
   app.use('/api/v2/admin', admin.router(), refuseBlockedAddresses, requireApiToken(db, 'admin'), limitApiToken, ...adminRoutes);
   const integration = new ApiDescription('integration', 'engage integration API', 'What end users see: their own records, signed in with a user token.');

@@ -95,6 +95,10 @@ export const environment = z.object({
   RATE_LIMIT_USER_TOKEN_REQUESTS: integer(60, 1, 1_000_000),
   RATE_LIMIT_FAILED_AUTHENTICATIONS: integer(20, 1, 1_000_000),
   TRUST_PROXY: trustedProxies,
+  WEBHOOK_ALLOW_PRIVATE_ADDRESSES: z
+    .enum(['true', 'false', ''])
+    .default('false')
+    .transform((value) => value === 'true'),
 });
 
 /** Requests allowed per window: organisations may set their own token limits (admin settings). */
@@ -139,6 +143,8 @@ export interface Config {
   rateLimits: RateLimitDefaults;
   /** Express's `trust proxy`: whose X-Forwarded-For is believed for the client's address. */
   trustProxy: string;
+  /** Webhooks may go to private, loopback and link-local addresses (local set-ups and tests); never otherwise. */
+  webhookAllowPrivateAddresses: boolean;
 }
 
 export class ConfigError extends Error {
@@ -197,5 +203,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       failedAuthentications: value.RATE_LIMIT_FAILED_AUTHENTICATIONS,
     },
     trustProxy: value.TRUST_PROXY,
+    webhookAllowPrivateAddresses: value.WEBHOOK_ALLOW_PRIVATE_ADDRESSES,
   };
 }

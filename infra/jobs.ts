@@ -96,6 +96,8 @@ export interface JobRunnerOptions {
   now?: () => Date;
   /** BullMQ queue name: one per database, so services on other databases sharing a Redis never take each other's jobs. */
   queueName?: string;
+  /** How long a claim holds a job: a worker that died holding one gives it up after this (tests shorten it). */
+  claimMs?: number;
 }
 
 export interface JobRunner {
@@ -113,15 +115,13 @@ interface JobRow {
   attempts: number;
 }
 
-const CLAIM_MS = 5 * 60_000;
-
 /**
  * Claims one due job (a specific one, or the oldest due) for a while, in one statement, so no transaction
  * stays open while the handler works; a claim that outlives a crashed worker lapses and the job runs again.
  */
-async function claim(db: Kysely<any>, now: Date, id?: string): Promise<JobRow | undefined> {
+async function claim(db: Kysely<any>, now: Date, claimMs: number, id?: string): Promise<JobRow | undefined> {
   const result = await sql<JobRow>`
-    update scheduled_jobs set locked_until = ${new Date(now.getTime() + CLAIM_MS).toISOString()}::timestamptz
+    update scheduled_jobs set locked_until = ${new Date(now.getTime() + claimMs).toISOString()}::timestamptz
     where id = (
       select id from scheduled_jobs
       where status = 'pending' and due_at <= ${now.toISOString()}::timestamptz
@@ -167,7 +167,7 @@ async function execute(db: Kysely<any>, handlers: Record<string, JobHandler>, ro
 /** Runs every job due now, one claim at a time; resolves with how many ran. */
 async function runAllDue(db: Kysely<any>, handlers: Record<string, JobHandler>, options: Required<JobRunnerOptions>, logger: Logger): Promise<number> {
   let ran = 0;
-  for (let row = await claim(db, options.now()); row; row = await claim(db, options.now())) {
+  for (let row = await claim(db, options.now(), options.claimMs); row; row = await claim(db, options.now(), options.claimMs)) {
     await execute(db, handlers, row, options, logger);
     ran++;
   }
@@ -181,6 +181,7 @@ function withDefaults(options: JobRunnerOptions): Required<JobRunnerOptions> {
     backoffMs: options.backoffMs ?? 5000,
     now: options.now ?? (() => new Date()),
     queueName: options.queueName ?? 'engage-jobs',
+    claimMs: options.claimMs ?? 5 * 60_000,
   };
 }
 
@@ -230,19 +231,24 @@ export function bullmqJobRunner(
   const horizonMs = 60_000;
 
   async function feed(): Promise<number> {
+    const now = settings.now().toISOString();
+    // Claimed rows wait: their worker finishes them, or dies and its claim lapses, and then they are fed again.
     const due = (await db
       .selectFrom('scheduled_jobs')
-      .select(['id', 'kind', 'due_at', 'attempts'])
+      .select(['id', 'kind', 'due_at', 'attempts', 'locked_until'])
       .where('status', '=', 'pending')
       .where('due_at', '<=', new Date(settings.now().getTime() + horizonMs).toISOString() as any)
+      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now as any)]))
       .orderBy('due_at')
       .limit(1000)
-      .execute()) as Pick<JobRow, 'id' | 'kind' | 'due_at' | 'attempts'>[];
+      .execute()) as (Pick<JobRow, 'id' | 'kind' | 'due_at' | 'attempts'> & { locked_until: Date | null })[];
     for (const row of due) {
       const delay = Math.max(0, new Date(row.due_at).getTime() - settings.now().getTime());
-      // One BullMQ job per attempt and due time: adding it again is ignored, a retry gets a fresh one.
+      // One BullMQ job per attempt, due time and lapsed claim: adding it again is ignored; a retry, or a job
+      // whose worker died holding it (its BullMQ copy may be spent already), gets a fresh one.
       // (BullMQ refuses ':' in its ids, which ours may contain.)
-      const jobId = `${encodeURIComponent(row.id)}--${row.attempts}--${new Date(row.due_at).getTime()}`;
+      const lapsed = row.locked_until === null ? 0 : new Date(row.locked_until).getTime();
+      const jobId = `${encodeURIComponent(row.id)}--${row.attempts}--${new Date(row.due_at).getTime()}--${lapsed}`;
       await queue.add(row.kind, { id: row.id }, { jobId, delay, removeOnComplete: 1000, removeOnFail: 1000 });
     }
     return due.length;
@@ -252,7 +258,7 @@ export function bullmqJobRunner(
 
   async function process(job: Job<{ id: string }>): Promise<void> {
     // Claimed by id: a copy delivered twice, or one that runDue already ran, finds nothing to do.
-    const row = await claim(db, settings.now(), job.data.id);
+    const row = await claim(db, settings.now(), settings.claimMs, job.data.id);
     if (row) await execute(db, handlers, row, settings, logger);
   }
 

@@ -13,6 +13,8 @@ export interface Operation {
   method: 'get' | 'post' | 'patch' | 'put' | 'delete';
   /** Express-style path relative to the family, e.g. `/leaderboards/:leaderboardConfigId`. */
   path: string;
+  /** Stable and readable (`createLeaderboard`): what generated clients name the call. */
+  operationId?: string;
   summary: string;
   description?: string;
   tag: string;
@@ -104,6 +106,7 @@ export class ApiDescription {
       }
       paths[path] ??= {};
       paths[path][op.method] = {
+        operationId: op.operationId ?? derivedOperationId(op),
         summary: op.summary,
         ...(op.description ? { description: op.description } : {}),
         tags: [op.tag],
@@ -112,7 +115,8 @@ export class ApiDescription {
         responses,
       };
     }
-    schemas.Error = toSchema(errorBodySchema, 'output');
+    // Registers the named `Error` schema among the components (its own JSON is a reference to itself).
+    toSchema(errorBodySchema, 'output');
     return {
       openapi: '3.1.0',
       info: { title: this.title, version: '1.0.0', description: `${this.description}\n\n**Input.** ${TEXT_RULES} ${LIMITS}` },
@@ -172,6 +176,12 @@ function queryParameters(query: z.ZodType | undefined, toSchema: (schema: z.ZodT
     ...(schema.description ? { description: schema.description } : {}),
     schema,
   }));
+}
+
+/** For an operation declared without an id: its method and path, camel-cased (`post /events/custom` → `postEventsCustom`). */
+function derivedOperationId(op: Operation): string {
+  const words = `${op.method} ${op.path}`.split(/[^A-Za-z0-9]+/).filter(Boolean);
+  return words.map((word, index) => (index === 0 ? word.toLowerCase() : word[0]!.toUpperCase() + word.slice(1))).join('');
 }
 
 function swaggerUiDirectory(): string {
