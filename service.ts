@@ -202,6 +202,23 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
   const db = ctx.database.db;
   app.use(healthRoutes(ctx, redis, metrics));
   app.use(consoleRouter(ctx, consoleSecret));
+  const { admin, integration, analytics } = apiFamilies(ctx);
+  for (const family of [admin, integration, analytics]) {
+    const mount = `/api/v2/${family.description.family}`;
+    app.use(mount, family.description.router(), refuseBlockedAddresses, requireApiToken(db, family.description.family), limitApiToken, ...family.routes);
+  }
+  app.use(unknownRoute);
+  app.use(rateLimits.countFailedAuthentication);
+  app.use(errorHandler);
+  return app;
+}
+
+/**
+ * The three API families: each one's routes, declared with the description that makes its OpenAPI
+ * document. Declaring them touches no store, so the documents can be written without a running service
+ * (`clients/typescript/generate.ts`).
+ */
+export function apiFamilies(ctx: ServiceContext) {
   const admin = new ApiDescription('admin', 'engage admin API', 'Configure an organisation: leaderboards and everything a programme needs.');
   const adminRoutes = [
     domainCommands(ctx, admin),
@@ -228,7 +245,6 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
     webhookCommands(ctx, admin),
     webhookQueries(ctx, admin),
   ];
-  app.use('/api/v2/admin', admin.router(), refuseBlockedAddresses, requireApiToken(db, 'admin'), limitApiToken, ...adminRoutes);
   const integration = new ApiDescription('integration', 'engage integration API', 'What end users see: their own records, signed in with a user token.');
   const integrationRoutes = [
     meQueries(ctx, integration),
@@ -239,14 +255,13 @@ function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | n
     eventQueries(ctx, integration),
     achievementQueries(ctx, integration),
   ];
-  app.use('/api/v2/integration', integration.router(), refuseBlockedAddresses, requireApiToken(db, 'integration'), limitApiToken, ...integrationRoutes);
   const analytics = new ApiDescription('analytics', 'engage analytics API', 'Statistics for dashboards: giveaways and the step funnel of challenges.');
   const analyticsRoutes = [giveawayAnalyticsQueries(ctx, analytics), challengeStepAnalyticsQueries(ctx, analytics)];
-  app.use('/api/v2/analytics', analytics.router(), refuseBlockedAddresses, requireApiToken(db, 'analytics'), limitApiToken, ...analyticsRoutes);
-  app.use(unknownRoute);
-  app.use(rateLimits.countFailedAuthentication);
-  app.use(errorHandler);
-  return app;
+  return {
+    admin: { description: admin, routes: adminRoutes },
+    integration: { description: integration, routes: integrationRoutes },
+    analytics: { description: analytics, routes: analyticsRoutes },
+  };
 }
 
 export type { Database };

@@ -20,6 +20,8 @@ import { challengeOfAction, recordActionOwner } from './id-lookups.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
 
+const images = { primaryImageUrl: '', secondaryImageUrl: '' };
+
 export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
 
@@ -28,11 +30,45 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
     {
       method: 'post',
       path: '/challenges',
+      operationId: 'createChallenge',
       tag: 'Challenges',
       summary: 'Create a challenge: an ordered list of actions',
       description:
         'Appends `ChallengeCreated` on `challenge-<id>`; each action gets an id, recorded on `challengeaction-<actionId>` in the same append. Answers 201 with the challenge and `x-event-position` (send it as `x-min-position` to read your write).',
       body: createChallengeBody,
+      example: {
+        communityId: '6b039d2d3be9a23a28e68a12',
+        details: {
+          en: {
+            title: 'Coffee week',
+            description: 'Visit, then buy',
+            light: { primaryImageUrl: '', secondaryImageUrl: '' },
+            dark: { primaryImageUrl: '', secondaryImageUrl: '' },
+          },
+        },
+        actions: [
+          {
+            key: 'visit',
+            category: 'participation',
+            xp: 10,
+            criteria: [],
+            details: { en: { title: 'Visit a bar', description: '', light: images, dark: images } },
+          },
+          {
+            key: 'purchase',
+            category: 'loyalty',
+            xp: 20,
+            criteria: [{ field: 'total', operator: 'gte', value: 10 }],
+            details: { en: { title: 'Buy for 10 or more', description: '', light: images, dark: images } },
+          },
+        ],
+        isLinear: true,
+        maxCompletionsPerPeriod: 1,
+        period: 'daily',
+        startsAt: '2026-03-01T00:00:00Z',
+        expiresAt: '2026-04-01T00:00:00Z',
+        rewardDistribution: { points: 50, xp: 15 },
+      },
       headers: [idempotencyKeyHeader],
       responses: { 201: { description: 'The created challenge', schema: challengeSchema } },
     },
@@ -61,6 +97,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
     {
       method: 'patch',
       path: '/challenges/:challengeId',
+      operationId: 'updateChallenge',
       tag: 'Challenges',
       summary: 'Change a challenge',
       description:
@@ -104,6 +141,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
     {
       method: 'post',
       path: '/actions/:actionId/distribution',
+      operationId: 'assignActionDistribution',
       tag: 'Challenges',
       summary: "Assign an action's distribution (points, bonus XP, reward allocations)",
       description:

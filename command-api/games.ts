@@ -18,6 +18,7 @@ export function gameCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'post',
       path: '/games',
+      operationId: 'createGame',
       tag: 'Games',
       summary: 'Create a game config',
       description: 'Appends `GameCreated` on `game-<id>`. Answers 201 with the game config (no prizes yet) and `x-event-position`.',
@@ -56,6 +57,7 @@ export function gameCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'post',
       path: '/games/:gameConfigId/distribution',
+      operationId: 'assignGameDistribution',
       tag: 'Games',
       summary: 'Assign the prizes (distribution details) of a game config',
       description:

@@ -39,11 +39,13 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
     {
       method: 'post',
       path: '/leaderboards',
+      operationId: 'createLeaderboard',
       tag: 'Leaderboards',
       summary: 'Create a leaderboard config',
       description:
         'Appends `LeaderboardCreated` on `leaderboard-<id>`. The response carries `x-event-position`; send it as `x-min-position` to read your write.',
       body: createLeaderboardBody,
+      example: { name: 'Weekly XP', metricType: 'total-xp', startsAt: '2026-01-05T00:00:00Z', status: 'live', period: 'weekly' },
       headers: [idempotencyKeyHeader],
       responses: { 200: { description: 'The created leaderboard config', schema: leaderboardConfigSchema } },
     },
@@ -82,6 +84,7 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
     {
       method: 'patch',
       path: '/leaderboards/:leaderboardConfigId',
+      operationId: 'updateLeaderboard',
       tag: 'Leaderboards',
       summary: 'Change a leaderboard config: its status, and while draft or scheduled its name, description, expiry and conditions',
       description:
@@ -122,6 +125,7 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
     {
       method: 'post',
       path: '/leaderboards/:leaderboardConfigId/distribution',
+      operationId: 'assignLeaderboardDistribution',
       tag: 'Leaderboards',
       summary: 'Assign rewards per rank range to a leaderboard, replacing its distribution',
       description:

@@ -20,10 +20,25 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
     {
       method: 'post',
       path: '/rewards',
+      operationId: 'createReward',
       tag: 'Rewards',
       summary: 'Create a reward (an entries reward for a giveaway, or an asset reward)',
       description: 'Appends `RewardCreated` on `reward-<id>`. The response carries `x-event-position`; send it as `x-min-position` to read your write.',
       body: createRewardBody,
+      example: {
+        kind: 'asset',
+        communityId: '6b039d2d3be9a23a28e68a12',
+        details: {
+          en: {
+            title: 'Free coffee',
+            description: 'Any size',
+            light: { primaryImageUrl: '', secondaryImageUrl: '' },
+            dark: { primaryImageUrl: '', secondaryImageUrl: '' },
+          },
+        },
+        redeemable: { redeemByDate: '2026-12-31T00:00:00Z' },
+        codes: ['COFFEE-1', 'COFFEE-2'],
+      },
       headers: [idempotencyKeyHeader],
       responses: { 201: { description: 'The created reward', schema: rewardSchema } },
     },
@@ -50,6 +65,7 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
     {
       method: 'patch',
       path: '/rewards/:rewardId',
+      operationId: 'updateReward',
       tag: 'Rewards',
       summary: "Change a reward's details, tags or dates",
       description:
@@ -89,6 +105,7 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
     {
       method: 'post',
       path: '/rewards/:rewardId/allocations',
+      operationId: 'createRewardAllocation',
       tag: 'Rewards',
       summary: 'Add an allocation (a supply) to a reward',
       description:

@@ -78,11 +78,13 @@ export function userCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'post',
       path: '/users',
+      operationId: 'createUser',
       tag: 'Users',
       summary: 'Create a user (team member)',
       description:
         'Appends `UserCreated` on `user-<id>` and, atomically, claims the externalUserId for the organisation (409 when another user has it). Every communityId must be one of the organisation’s communities (else 400).',
       body: createUserBody,
+      example: { externalUserId: 'customer-1', displayName: 'Ada', communityIds: ['6b039d2d3be9a23a28e68a12'] },
       headers: [idempotencyKeyHeader],
       responses: {
         201: { description: 'The created user as a team member record', schema: teamMemberSchema },
@@ -106,6 +108,7 @@ export function userCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'patch',
       path: '/users/:userId',
+      operationId: 'updateUser',
       tag: 'Users',
       summary: 'Change a user’s profile',
       description:
@@ -135,6 +138,7 @@ export function userCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'put',
       path: '/users/:userId/variables',
+      operationId: 'setUserVariables',
       tag: 'Users',
       summary: 'Set a user’s variables',
       description:
@@ -172,6 +176,7 @@ export function userCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'post',
       path: '/users/:userId/tokens',
+      operationId: 'issueUserToken',
       tag: 'Users',
       summary: 'Issue a short-lived user token for the integration API',
       description:

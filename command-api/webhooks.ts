@@ -63,6 +63,7 @@ export function webhookCommands(ctx: ServiceContext, admin: ApiDescription): Rou
         '(Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`). The answer holds the signing `secret`: it is shown now and ' +
         'on rotation only. A URL whose host is a private, loopback or link-local address is a 400 unless the operator allows such addresses.',
       body: createWebhookBody,
+      example: { url: 'https://hooks.example.com/engage', eventTypes: ['achievement.earned', 'reward_asset.*'], description: 'CRM sync' },
       headers: [idempotencyKeyHeader],
       responses: { 201: { description: 'The endpoint, with its signing secret', schema: webhookWithSecretSchema } },
     },
@@ -219,6 +220,7 @@ export function webhookCommands(ctx: ServiceContext, admin: ApiDescription): Rou
         'page by page, and asks for a delivery of every event of the organisation the endpoint subscribes to now (recorded in `[from, to)` when ' +
         'given), including events older than the endpoint. Each keeps its `webhook-id`, so a receiver that has it can tell. A disabled endpoint is a 409.',
       body: replayWebhookBody,
+      example: { from: '2026-01-05T00:00:00Z' },
       headers: [idempotencyKeyHeader],
       responses: {
         202: { description: 'The replay, under way', schema: webhookReplaySchema },

@@ -41,7 +41,6 @@ export const createWebhookBody = z
   .meta({
     id: 'CreateWebhook',
     description: 'Required: url, eventTypes.',
-    examples: [{ url: 'https://hooks.example.com/engage', eventTypes: ['achievement.earned', 'reward_asset.*'], description: 'CRM sync' }],
   });
 
 export const updateWebhookBody = z
@@ -102,7 +101,7 @@ export const replayWebhookBody = z
     to: dateTime.optional().describe('only events recorded before this time'),
   })
   .strict()
-  .meta({ id: 'ReplayWebhook', description: 'Every field is optional: an empty body replays the whole log.', examples: [{ from: '2026-01-05T00:00:00Z' }] });
+  .meta({ id: 'ReplayWebhook', description: 'Every field is optional: an empty body replays the whole log.' });
 
 export const webhookReplaySchema = z
   .object({

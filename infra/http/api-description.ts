@@ -19,6 +19,8 @@ export interface Operation {
   description?: string;
   tag: string;
   body?: z.ZodType;
+  /** A request body as a client would send it, shown in the document (and checked against `body` by the linter). */
+  example?: unknown;
   query?: z.ZodType;
   headers?: { name: string; description: string; required?: boolean }[];
   responses: Record<number, { description: string; schema?: z.ZodType }>;
@@ -111,7 +113,14 @@ export class ApiDescription {
         ...(op.description ? { description: op.description } : {}),
         tags: [op.tag],
         parameters,
-        ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(op.body, 'input') } } } } : {}),
+        ...(op.body
+          ? {
+              requestBody: {
+                required: true,
+                content: { 'application/json': { schema: toSchema(op.body, 'input'), ...(op.example === undefined ? {} : { example: op.example }) } },
+              },
+            }
+          : {}),
         responses,
       };
     }
@@ -119,8 +128,25 @@ export class ApiDescription {
     toSchema(errorBodySchema, 'output');
     return {
       openapi: '3.1.0',
-      info: { title: this.title, version: '1.0.0', description: `${this.description}\n\n**Input.** ${TEXT_RULES} ${LIMITS}` },
-      servers: [{ url: `/api/v2/${this.family}`, description: "The organisation's domain; the Host header picks the organisation" }],
+      info: {
+        title: this.title,
+        version: '1.0.0',
+        description: `${this.description}\n\n**Input.** ${TEXT_RULES} ${LIMITS}`,
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+      },
+      // The organisation is the one that owns the domain a request is sent to.
+      servers: [
+        {
+          url: `https://{organisationDomain}/api/v2/${this.family}`,
+          description: "The organisation's domain: its standard subdomain, a custom subdomain or a white-label domain",
+          variables: { organisationDomain: { default: 'acme.engage.example.com', description: "your organisation's domain" } },
+        },
+        {
+          url: `http://{slug}.localhost:3000/api/v2/${this.family}`,
+          description: 'A local embedded server (the quick start)',
+          variables: { slug: { default: 'acme', description: "the organisation's slug" } },
+        },
+      ],
       // The integration family identifies the end user too, with a user token issued through the admin API.
       security: [this.family === 'integration' ? { apiToken: [], userToken: [] } : { apiToken: [] }],
       paths,
