@@ -89,9 +89,11 @@ export const webhookWithSecretSchema = webhookSchema
   })
   .meta({ id: 'WebhookWithSecret' });
 
+const notAPosition = 'must be a position of the log: 32 lowercase hexadecimal characters';
 const position = z
   .string()
-  .regex(/^[0-9a-f]{32}$/, 'must be a position of the log: 32 lowercase hexadecimal characters')
+  .length(32, { error: notAPosition, abort: true })
+  .regex(/^[0-9a-f]{32}$/, notAPosition)
   .describe('a position of the log (32 hex), as `x-event-position` or a delivery’s `source.position` give it');
 
 export const replayWebhookBody = z
