@@ -77,7 +77,8 @@ export async function benchRebuild(): Promise<RebuildResult> {
     // The rebuild a new version causes in a service that is up to date: the live generations (one version
     // behind, so this runner leaves them to the service) stand at the head; a building generation of each
     // read model fills from the start of the log and swaps in once it has reached them.
-    const readModels = projections.filter((consumer) => consumer.kind === 'projection');
+    const only = process.env.BENCH_PROJECTIONS?.split(',').filter(Boolean);
+    const readModels = projections.filter((consumer) => consumer.kind === 'projection' && (!only || only.includes(consumer.name)));
     await prepareProjections(
       db,
       readModels.map((projection) => ({ ...projection, version: projection.version - 1 })),
