@@ -31,18 +31,24 @@ export type AllocationEvent = DomainEvent<
   }
 >;
 
-export type AllocationCommand = {
-  type: 'CreateAllocation';
-  data: {
-    allocationId: string;
-    rewardId: string;
-    organisationId: string;
-    supply: number;
-    amountToDistribute: number;
-    actor: string;
-    now: string;
-  };
-};
+export type AllocationCommand =
+  | {
+      type: 'CreateAllocation';
+      data: {
+        allocationId: string;
+        rewardId: string;
+        organisationId: string;
+        supply: number;
+        amountToDistribute: number;
+        actor: string;
+        now: string;
+      };
+    }
+  /**
+   * Appends nothing: a distribution may name an allocation by id (a new one, or one of the organisation's),
+   * never another organisation's, which would hand out that organisation's supply.
+   */
+  | { type: 'RequireAllocationIdFree'; data: { allocationId: string; organisationId: string } };
 
 export type AllocationState =
   | { exists: false }
@@ -62,15 +68,23 @@ export const allocationDecider: Decider<AllocationCommand, AllocationEvent, Allo
         }
         return [{ type: 'AllocationCreated', data: { ...allocation, createdAt: now, createdBy: actor } }];
       }
+      case 'RequireAllocationIdFree': {
+        const { allocationId, organisationId } = command.data;
+        if (state.exists && state.organisationId !== organisationId) throw new DomainError('invalid', `Allocation id ${allocationId} cannot be used`);
+        return [];
+      }
     }
   },
 
-  evolve(_state, event) {
+  evolve(state, event) {
     switch (event.type) {
       case 'AllocationCreated': {
         const { allocationId, rewardId, organisationId, supply, amountToDistribute } = event.data;
         return { exists: true, allocationId, rewardId, organisationId, supply, amountToDistribute, distributed: 0 };
       }
+      // The engine's hand-outs (`AllocationDistributed`) share the stream; the command side decides on none of them.
+      default:
+        return state;
     }
   },
 };
