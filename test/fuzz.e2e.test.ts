@@ -25,7 +25,7 @@ import type { HttpResponse } from './support/http.ts';
  * (a substring of "METHOD /family/path") narrows the run to matching operations.
  */
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_124);
-const RUNS = Number(process.env.FUZZ_RUNS ?? 12);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 20);
 const ONLY = process.env.FUZZ_OPERATION;
 const GENERIC_STATUSES = new Set([400, 401, 403, 404, 413, 415, 429]);
 const CODES: Record<number, string> = {
