@@ -19,7 +19,7 @@ import type { ServiceContext } from './context.ts';
 import { challengeOfAction, recordActionOwner } from './id-lookups.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
-import { allocationsOf, communityChecks, distributionChecks } from './reference-checks.ts';
+import { allocationsOf, distributionChecks, foreignCommunityChecks } from './reference-checks.ts';
 
 export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -51,7 +51,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
             command: { type: 'CreateChallenge', data: { ...body, actions, challengeId, organisationId, actor: actor!, now: occurredAt! } },
           },
           ...actions.map(({ actionId }) => recordActionOwner(actionId, challengeId, organisationId)),
-          ...communityChecks(organisationId, [body.communityId]),
+          ...foreignCommunityChecks(organisationId, [body.communityId]),
           ...distributionChecks(organisationId, [
             ...allocationsOf(actions.map((action) => action.distribution)),
             ...body.rewardDistribution.rewardAllocations,

@@ -9,7 +9,7 @@ import { pathId } from './challenges.ts';
 import type { ServiceContext } from './context.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
-import { allocationsOf, communityChecks, distributionChecks } from './reference-checks.ts';
+import { allocationsOf, distributionChecks, foreignCommunityChecks } from './reference-checks.ts';
 
 export function gameCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -41,7 +41,7 @@ export function gameCommands(ctx: ServiceContext, admin: ApiDescription): Router
               data: { ...body, communityId: body.communityId ?? null, gameId, organisationId, actor: actor!, now: occurredAt! },
             },
           },
-          ...communityChecks(organisationId, body.communityId ? [body.communityId] : []),
+          ...foreignCommunityChecks(organisationId, body.communityId ? [body.communityId] : []),
         ],
         respond: ([events]) => {
           const state = (events as GameEvent[]).reduce(gameDecider.evolve, gameDecider.initialState);

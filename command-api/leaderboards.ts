@@ -23,7 +23,7 @@ import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import type { ServiceContext } from './context.ts';
 import { runCommand } from './run-command.ts';
-import { allocationsOf, communityChecks, distributionChecks, variableChecks } from './reference-checks.ts';
+import { allocationsOf, conditionVariables, distributionChecks, foreignCommunityChecks, foreignVariableConfigChecks } from './reference-checks.ts';
 
 export const idempotencyKeyHeader = {
   name: 'Idempotency-Key',
@@ -72,8 +72,8 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
               },
             } satisfies LeaderboardCommand,
           },
-          ...communityChecks(organisationId, conditionCommunities(body.conditions)),
-          ...variableChecks(organisationId, body.conditions ?? []),
+          ...foreignCommunityChecks(organisationId, conditionCommunities(body.conditions)),
+          ...foreignVariableConfigChecks(organisationId, conditionVariables(body.conditions)),
         ],
         respond: ([events]) => ({ status: 200, body: tracked.configAfter(events as LeaderboardEvent[]) }),
       });
@@ -114,8 +114,8 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
               data: { leaderboardId, organisationId, ...(status ? { status } : {}), edits, actor: actor!, now: occurredAt! },
             } satisfies LeaderboardCommand,
           },
-          ...communityChecks(organisationId, conditionCommunities(edits.conditions)),
-          ...variableChecks(organisationId, edits.conditions ?? []),
+          ...foreignCommunityChecks(organisationId, conditionCommunities(edits.conditions)),
+          ...foreignVariableConfigChecks(organisationId, conditionVariables(edits.conditions)),
         ],
         respond: ([events]) => ({ status: 200, body: tracked.configAfter(events as LeaderboardEvent[]) }),
       });

@@ -31,24 +31,18 @@ export type AllocationEvent = DomainEvent<
   }
 >;
 
-export type AllocationCommand =
-  | {
-      type: 'CreateAllocation';
-      data: {
-        allocationId: string;
-        rewardId: string;
-        organisationId: string;
-        supply: number;
-        amountToDistribute: number;
-        actor: string;
-        now: string;
-      };
-    }
-  /**
-   * Appends nothing: a distribution may name an allocation by id (a new one, or one of the organisation's),
-   * never another organisation's, which would hand out that organisation's supply.
-   */
-  | { type: 'RequireAllocationIdFree'; data: { allocationId: string; organisationId: string } };
+export type AllocationCommand = {
+  type: 'CreateAllocation';
+  data: {
+    allocationId: string;
+    rewardId: string;
+    organisationId: string;
+    supply: number;
+    amountToDistribute: number;
+    actor: string;
+    now: string;
+  };
+};
 
 export type AllocationState =
   | { exists: false }
@@ -67,11 +61,6 @@ export const allocationDecider: Decider<AllocationCommand, AllocationEvent, Allo
           throw new DomainError('invalid', 'amountToDistribute must be a whole number, at least 1');
         }
         return [{ type: 'AllocationCreated', data: { ...allocation, createdAt: now, createdBy: actor } }];
-      }
-      case 'RequireAllocationIdFree': {
-        const { allocationId, organisationId } = command.data;
-        if (state.exists && state.organisationId !== organisationId) throw new DomainError('invalid', `Allocation id ${allocationId} cannot be used`);
-        return [];
       }
     }
   },

@@ -109,8 +109,6 @@ export type RewardCommand =
       type: 'AddAllocation';
       data: { rewardId: string; organisationId: string; allocationId: string; supply: number; amountToDistribute: number; now: string };
     }
-  /** Appends nothing: refuses (400) a reward the organisation does not have, for a command that names it. */
-  | { type: 'RequireReward'; data: { rewardId: string; organisationId: string } }
   /** The draw's outcome is computed by the job (`drawWinners` with a fresh seed); the reward records it once. */
   | { type: 'DrawGiveaway'; data: Omit<GiveawayDrawnEvent['data'], 'drawnAt' | 'communityId'> & { now: string } };
 
@@ -180,11 +178,6 @@ export const rewardDecider: Decider<RewardCommand, RewardEvent, RewardState> = {
         return [{ type: 'RewardUpdated', data: { rewardId, organisationId, changes: changed, updatedAt: now, updatedBy: actor } }];
       }
 
-      case 'RequireReward': {
-        const { rewardId, organisationId } = command.data;
-        if (!state.exists || state.reward.organisationId !== organisationId) throw new DomainError('invalid', `Reward ${rewardId} does not exist`);
-        return [];
-      }
       case 'AddAllocation': {
         const { rewardId, organisationId, allocationId, supply, amountToDistribute, now } = command.data;
         const { reward, allocatedSupply } = existing(state, rewardId, organisationId);

@@ -31,8 +31,6 @@ export type VariableConfigCommand =
       type: 'CreateVariableConfig';
       data: { variableConfigId: string; organisationId: string; key: string; type: VariableType; description: string | null; actor: string; now: string };
     }
-  /** Appends nothing: refuses (400) a variable the organisation does not have, for a command that names it. */
-  | { type: 'RequireVariableConfig'; data: { variableConfigId: string; organisationId: string } }
   /** A value is about to be stored for this variable: it must exist in the organisation and have its type. */
   | { type: 'CheckVariableValue'; data: { variableConfigId: string; organisationId: string; value: VariableValue } };
 
@@ -56,12 +54,9 @@ export const variableConfigDecider: Decider<VariableConfigCommand, VariableConfi
         }
         return [{ type: 'VariableConfigCreated', data: { ...definition, createdAt: now, createdBy: actor } }];
       }
-      case 'RequireVariableConfig':
       case 'CheckVariableValue': {
-        const { variableConfigId, organisationId } = command.data;
+        const { variableConfigId, organisationId, value } = command.data;
         if (!state.exists || state.organisationId !== organisationId) throw new DomainError('invalid', `Variable config ${variableConfigId} does not exist`);
-        if (command.type === 'RequireVariableConfig') return [];
-        const { value } = command.data;
         if (!valueFitsType(value, state.type)) throw new DomainError('invalid', `The variable ${state.key} takes ${state.type} values`);
         return [];
       }
