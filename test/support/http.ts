@@ -15,7 +15,7 @@ export function httpClient(server: Server) {
   return function request(
     method: string,
     path: string,
-    options: { host?: string; headers?: Record<string, string>; body?: unknown; rawBody?: string } = {},
+    options: { host?: string; headers?: Record<string, string>; body?: unknown; rawBody?: string | Buffer } = {},
   ): Promise<HttpResponse> {
     const payload = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
     return new Promise((resolve, reject) => {
