@@ -58,6 +58,8 @@ export interface RebuildResult {
     nodeCpuSeconds: number;
     postgresCpuSeconds: number | null;
     parked: number;
+    /** The shared log's reads from the store and the events they brought (the log once: about events / page size reads). */
+    logReads: { reads: number; eventsRead: number; served: number };
     projections: ProjectionRebuild[];
   };
   targets: typeof REBUILD_TARGETS;
@@ -107,6 +109,7 @@ export async function benchRebuild(): Promise<RebuildResult> {
     }
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuAtStart);
+    const logReads = { ...runner.log.stats };
     await runner.stop();
     const peakRssMb = await rss.stop();
     const { peakConnections, postgresCpuSeconds } = await connections.stop();
@@ -161,6 +164,7 @@ export async function benchRebuild(): Promise<RebuildResult> {
         nodeCpuSeconds: (cpu.user + cpu.system) / 1e6,
         postgresCpuSeconds,
         parked: parkedRows.reduce((sum, row) => sum + Number(row.count), 0),
+        logReads,
         projections: rows,
       },
       targets: REBUILD_TARGETS,
