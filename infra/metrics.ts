@@ -84,6 +84,13 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   };
 }
 
+/** Each request's route label as far as it is known yet (see httpMetrics); tracing names the request's span after it. */
+const routeLabels = new WeakMap<object, () => string>();
+
+export function routeLabelOf(req: object): string | undefined {
+  return routeLabels.get(req)?.();
+}
+
 /**
  * Times every request; the route label is the pattern that matched (`/api/v2/admin/leaderboards/:id`),
  * never the raw URL. A request no route took (unknown path, refused before its route, such as a 401)
@@ -116,10 +123,11 @@ export function httpMetrics(metrics: Metrics): RequestHandler {
         if (value && value.length > mount.length) mount = value;
       },
     });
+    const label = () => pattern ?? (mount ? `${mount}/*` : 'unmatched');
+    routeLabels.set(req, label);
     res.once('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const label = pattern ?? (mount ? `${mount}/*` : 'unmatched');
-      metrics.httpRequestDuration.observe({ method: req.method, route: label, status: String(res.statusCode) }, seconds);
+      metrics.httpRequestDuration.observe({ method: req.method, route: label(), status: String(res.statusCode) }, seconds);
     });
     next();
   };

@@ -56,7 +56,7 @@ export function healthRoutes(ctx: ServiceContext, redis: Redis | null, metrics?:
 
 /** The HTTP app of the roles that serve no API (projectors, worker): health, readiness and metrics only. */
 export function operationsApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics): Express {
-  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics);
+  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics, ctx.config.logRequests);
   app.use(healthRoutes(ctx, redis, metrics));
   app.use(unknownRoute);
   app.use(errorHandler);
