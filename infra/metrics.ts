@@ -19,6 +19,7 @@ export interface Metrics {
   jobsRetrying: Gauge<'kind'>;
   jobOldestDueSeconds: Gauge;
   scrapeErrors: Counter<'source'>;
+  ready: Gauge<'check'>;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -79,6 +80,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       name: 'engage_metrics_scrape_errors_total',
       help: 'Gauges that could not be read at scrape time, by source',
       labelNames: ['source'],
+      registers,
+    }),
+    ready: new Gauge({
+      name: 'engage_ready',
+      help: 'The readiness checks of /readyz at scrape time, by check (postgres, eventStore, redis, projections): 1 ok, 0 down',
+      labelNames: ['check'],
       registers,
     }),
   };
