@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { categoryOf, type EventStore, type StreamAppend } from './event-store/port.ts';
+import { trackRouteLabel } from './http/route-label.ts';
 
 /**
  * Prometheus metrics of one service instance, in a registry of its own (never prom-client's global one),
@@ -91,13 +92,6 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   };
 }
 
-/** Each request's route label as far as it is known yet (see httpMetrics); tracing names the request's span after it. */
-const routeLabels = new WeakMap<object, () => string>();
-
-export function routeLabelOf(req: object): string | undefined {
-  return routeLabels.get(req)?.();
-}
-
 /**
  * Times every request; the route label is the pattern that matched (`/api/v2/admin/leaderboards/:id`),
  * never the raw URL. A request no route took (unknown path, refused before its route, such as a 401)
@@ -131,7 +125,7 @@ export function httpMetrics(metrics: Metrics): RequestHandler {
       },
     });
     const label = () => pattern ?? (mount ? `${mount}/*` : 'unmatched');
-    routeLabels.set(req, label);
+    trackRouteLabel(req, label);
     res.once('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.httpRequestDuration.observe({ method: req.method, route: label(), status: String(res.statusCode) }, seconds);

@@ -15,7 +15,7 @@ import {
   type Tracer,
 } from '@opentelemetry/api';
 import type { EventMetadata, EventStore, NewEvent, StreamAppend } from './event-store/port.ts';
-import { routeLabelOf } from './metrics.ts';
+import { routeLabelOf } from './http/route-label.ts';
 
 /**
  * Tracing with OpenTelemetry, off unless `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set.
