@@ -175,7 +175,7 @@ async function run(db: Kysely<any>, handlers: Record<string, JobHandler>, row: J
       return;
     }
     const failed = attempt >= options.maxAttempts;
-    logger[failed ? 'error' : 'warn']({ err: error, attempt }, failed ? 'job failed for good' : 'job failed; will retry');
+    logger[failed ? 'error' : 'warn']({ err: error, jobId: row.id, kind: row.kind, attempt }, failed ? 'job failed for good' : 'job failed; will retry');
     await db
       .updateTable('scheduled_jobs')
       .set({

@@ -15,7 +15,8 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
   const options = {
     level,
     base: { service: 'engage' },
-    mixin: () => logContext.getStore() ?? {},
+    // A copy: pino merges the line's own fields into what the mixin returns.
+    mixin: () => ({ ...logContext.getStore() }),
     redact: { paths: ['req.headers["x-api-token"]', 'req.headers.authorization', 'req.headers["x-console-secret"]'], censor: '[redacted]' },
   };
   return destination ? pino(options, destination) : pino(options);

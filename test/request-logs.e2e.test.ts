@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { Transporter } from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApp, type RequestLogging } from '../infra/http/plumbing.ts';
-import { createLogger } from '../infra/logging.ts';
+import { createLogger, withLogContext } from '../infra/logging.ts';
 import { httpClient } from './support/http.ts';
 import { asTenant, startTestService, type Tenant, type TestService } from './support/service.ts';
 
@@ -93,5 +93,21 @@ describe('LOG_REQUESTS', () => {
     expect(await requestsLoggedWith('debug', 'info')).toEqual({ '/missing': 30 });
     expect(await requestsLoggedWith('debug', 'debug')).toEqual({ '/ok': 20, '/missing': 30 });
     expect(await requestsLoggedWith('off', 'trace')).toEqual({ '/missing': 30 });
+  });
+});
+
+describe('the log context of a job', () => {
+  it('adds its fields to every line logged inside it, and only its own', () => {
+    const log = capturedLogger();
+    withLogContext({ jobId: 'job-1', organisationId: 'org-1' }, () => {
+      log.logger.warn({ attempt: 1 }, 'one');
+      log.logger.info('two');
+    });
+    log.logger.info('outside');
+    expect(log.lines.map(({ msg, jobId, organisationId, attempt }) => ({ msg, jobId, organisationId, attempt }))).toEqual([
+      { msg: 'one', jobId: 'job-1', organisationId: 'org-1', attempt: 1 },
+      { msg: 'two', jobId: 'job-1', organisationId: 'org-1', attempt: undefined },
+      { msg: 'outside', jobId: undefined, organisationId: undefined, attempt: undefined },
+    ]);
   });
 });
