@@ -32,6 +32,7 @@ import { communityQueries } from './query-api/communities.ts';
 import { healthRoutes, operationsApp } from './query-api/health.ts';
 import { countingAppends, createMetrics, type Metrics } from './infra/metrics.ts';
 import { underStartupLock } from './infra/startup-lock.ts';
+import { tracedAppends } from './infra/tracing.ts';
 import { leaderboardQueries } from './query-api/leaderboards.ts';
 import { organisationQueries } from './query-api/settings.ts';
 import { challengeQueries } from './query-api/challenges.ts';
@@ -102,16 +103,18 @@ export async function openService(config: Config, logger: Logger, options: Servi
     redisProbe = redis && openRedisProbe(redis, config.readyCheckTimeoutMs);
     const metrics = createMetrics();
     // Migrations and new generations may build indexes over large tables: background limits.
-    const store = countingAppends(
-      await inBackground(() =>
-        underStartupLock(database, async () => {
-          await migrate(database.db);
-          const opened = await openEventStore(config, database);
-          await prepareProjections(database.db, projections);
-          return opened;
-        }),
+    const store = tracedAppends(
+      countingAppends(
+        await inBackground(() =>
+          underStartupLock(database, async () => {
+            await migrate(database.db);
+            const opened = await openEventStore(config, database);
+            await prepareProjections(database.db, projections);
+            return opened;
+          }),
+        ),
+        metrics,
       ),
-      metrics,
     );
     const clock = options.clock ?? systemClock;
     const ctx: ServiceContext = { config, database, store, logger, clock };
@@ -194,7 +197,7 @@ async function runMigrations(db: Kysely<any>, migrations: Record<string, Migrati
 }
 
 function composeApp(ctx: ServiceContext, consoleSecret: string, redis: Redis | null, metrics: Metrics, rateLimits: RateLimits): Express {
-  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics);
+  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics, ctx.config.logRequests);
   app.set('trust proxy', ctx.config.trustProxy);
   app.locals.clock = ctx.clock;
   app.locals.rateLimits = rateLimits;

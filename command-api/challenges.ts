@@ -19,6 +19,7 @@ import type { ServiceContext } from './context.ts';
 import { challengeOfAction, recordActionOwner } from './id-lookups.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
+import { allocationsOf, distributionChecks, foreignCommunityChecks } from './reference-checks.ts';
 
 const images = { primaryImageUrl: '', secondaryImageUrl: '' };
 
@@ -86,6 +87,11 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
             command: { type: 'CreateChallenge', data: { ...body, actions, challengeId, organisationId, actor: actor!, now: occurredAt! } },
           },
           ...actions.map(({ actionId }) => recordActionOwner(actionId, challengeId, organisationId)),
+          ...foreignCommunityChecks(organisationId, [body.communityId]),
+          ...distributionChecks(organisationId, [
+            ...allocationsOf(actions.map((action) => action.distribution)),
+            ...body.rewardDistribution.rewardAllocations,
+          ]),
         ],
         respond: ([events]) => ({ status: 201, body: challengeView(recordAfter(challengeDecider.initialState, events as ChallengeEvent[])) }),
       });
@@ -130,6 +136,10 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
           },
           // New actions are recorded as the challenge's in the same append (refused with it, if it is refused).
           ...(replacement ?? []).filter(({ kept }) => !kept).map(({ actionId }) => recordActionOwner(actionId, challengeId, organisationId)),
+          ...distributionChecks(organisationId, [
+            ...allocationsOf((replacement ?? []).map((action) => action.distribution)),
+            ...(changes.rewardDistribution?.rewardAllocations ?? []),
+          ]),
         ],
         respond: ([events]) => ({ status: 200, body: challengeView(recordAfter(seen.state(), events as ChallengeEvent[])) }),
       });
@@ -167,6 +177,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
             decider: challengeDecider,
             command: { type: 'AssignActionDistribution', data: { challengeId, organisationId, actionId, distribution, actor: actor!, now: occurredAt! } },
           },
+          ...distributionChecks(organisationId, allocationsOf([distribution])),
         ],
         respond: () => ({ status: 200, body: { ...freshDistributionView(distribution), actionId } }),
       });

@@ -13,7 +13,8 @@ import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { foldStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
-import { communityCheck, userById } from './custom-events.ts';
+import { userById } from './custom-events.ts';
+import { communityChecks } from './reference-checks.ts';
 import { withDecidedState } from './decided-state.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
@@ -72,7 +73,7 @@ export function customEventLinkCommands(ctx: ServiceContext, admin: ApiDescripti
               },
             },
           },
-          communityCheck(organisationId, body.communityId),
+          ...communityChecks(organisationId, [body.communityId]),
         ],
         respond: ([events]) => {
           const created = (events as CustomEventLinkEvent[])[0]!;

@@ -23,6 +23,7 @@ import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import type { ServiceContext } from './context.ts';
 import { runCommand } from './run-command.ts';
+import { allocationsOf, conditionVariables, distributionChecks, foreignCommunityChecks, foreignVariableConfigChecks } from './reference-checks.ts';
 
 export const idempotencyKeyHeader = {
   name: 'Idempotency-Key',
@@ -73,6 +74,8 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
               },
             } satisfies LeaderboardCommand,
           },
+          ...foreignCommunityChecks(organisationId, conditionCommunities(body.conditions)),
+          ...foreignVariableConfigChecks(organisationId, conditionVariables(body.conditions)),
         ],
         respond: ([events]) => ({ status: 200, body: tracked.configAfter(events as LeaderboardEvent[]) }),
       });
@@ -114,6 +117,8 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
               data: { leaderboardId, organisationId, ...(status ? { status } : {}), edits, actor: actor!, now: occurredAt! },
             } satisfies LeaderboardCommand,
           },
+          ...foreignCommunityChecks(organisationId, conditionCommunities(edits.conditions)),
+          ...foreignVariableConfigChecks(organisationId, conditionVariables(edits.conditions)),
         ],
         respond: ([events]) => ({ status: 200, body: tracked.configAfter(events as LeaderboardEvent[]) }),
       });
@@ -171,6 +176,7 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
               data: { leaderboardId, organisationId, rewards, actor: actor!, now: occurredAt! },
             } satisfies LeaderboardCommand,
           },
+          ...distributionChecks(organisationId, allocationsOf(rewards)),
         ],
         respond: ([events]) => {
           const [assigned] = events as LeaderboardEvent[];
@@ -232,4 +238,9 @@ function trackingConfig() {
       return config;
     },
   };
+}
+
+/** The communities a leaderboard's conditions name. */
+function conditionCommunities(conditions: readonly { type: string; communityId?: string }[] | undefined): string[] {
+  return (conditions ?? []).flatMap((condition) => (condition.type === 'community' && condition.communityId ? [condition.communityId] : []));
 }

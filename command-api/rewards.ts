@@ -11,6 +11,7 @@ import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import type { ServiceContext } from './context.ts';
 import { runCommand } from './run-command.ts';
+import { foreignCommunityChecks, foreignVariableConfigChecks } from './reference-checks.ts';
 
 export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -54,6 +55,8 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
             decider: rewardDecider,
             command: { type: 'CreateReward', data: { ...definitionOf(body), rewardId, organisationId, actor: actor!, now: occurredAt! } },
           },
+          ...foreignCommunityChecks(organisationId, [body.communityId, ...body.additionalCommunityIds]),
+          ...foreignVariableConfigChecks(organisationId, body.kind === 'asset' ? body.redeemable.additionalInformation.map((item) => item.variableConfigId) : []),
         ],
         respond: ([events]) => ({ status: 201, body: rewardAfter(rewardDecider.initialState, events as RewardEvent[]) }),
       });

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { Router } from 'express';
-import { communityDecider } from '../domain/community.ts';
 import { fold } from '../domain/decider.ts';
 import { externalUserIdDecider, requireUser, teamMember, userDecider, userOf, type NewUserProfile, type UserEvent, type UserState } from '../domain/user.ts';
 import { variableConfigDecider, type VariableValue } from '../domain/variable-config.ts';
@@ -24,19 +23,11 @@ import type { ServiceContext } from './context.ts';
 import { withDecidedState } from './decided-state.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
+import { communityChecks } from './reference-checks.ts';
 
 /** The stream that claims an external user id for one organisation. */
 export function externalUserIdStream(organisationId: string, externalUserId: string): string {
   return `externaluserid-${organisationId}-${createHash('sha256').update(externalUserId).digest('hex').slice(0, 32)}`;
-}
-
-/** Every community named must exist in the organisation; the check reads each community's own stream. */
-function communityChecks(organisationId: string, communityIds: readonly string[]): CommandPart[] {
-  return [...new Set(communityIds)].map((communityId) => ({
-    stream: `community-${communityId}`,
-    decider: communityDecider,
-    command: { type: 'RequireCommunity', data: { communityId, organisationId } },
-  }));
 }
 
 /**

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from './database.ts';
+import type { RequestLogging } from './http/plumbing.ts';
 import { ROLES, type Role } from './roles.ts';
 
 const optionalUrl = (protocols: string[]) =>
@@ -58,6 +59,7 @@ export const environment = z.object({
         ),
     ),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_REQUESTS: z.enum(['info', 'debug', 'off']).default('info'),
   BODY_LIMIT: z
     .string()
     .regex(/^\d+(b|kb|mb)$/i, 'must be a size such as 100kb or 1mb')
@@ -121,6 +123,8 @@ export interface Config {
   kurrentDbConnectionString: string | undefined;
   platformDomain: string;
   logLevel: string;
+  /** The level of a successful request's log line, or `off`; failures are logged at info (4xx) and error (5xx) whatever it says. */
+  logRequests: RequestLogging;
   bodyLimit: string;
   readYourWritesTimeoutMs: number;
   shutdownTimeoutMs: number;
@@ -177,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kurrentDbConnectionString: value.KURRENTDB_CONNECTION_STRING,
     platformDomain: value.PLATFORM_DOMAIN,
     logLevel: value.LOG_LEVEL,
+    logRequests: value.LOG_REQUESTS,
     bodyLimit: value.BODY_LIMIT,
     readYourWritesTimeoutMs: value.READ_YOUR_WRITES_TIMEOUT_MS,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,

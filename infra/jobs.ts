@@ -1,7 +1,8 @@
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { Logger } from './logging.ts';
+import { withLogContext, type Logger } from './logging.ts';
+import { activeTraceContext, activeTraceId, traceJob } from './tracing.ts';
 
 /**
  * Timed and outside work (DESIGN §4). The durable record of due work is the `scheduled_jobs` table in
@@ -32,6 +33,12 @@ export const jobMigrations: Record<string, Migration> = {
       await sql`create index scheduled_jobs_due on scheduled_jobs (due_at) where status = 'pending'`.execute(db);
     },
   },
+  // The W3C trace context of the span that scheduled the job (infra/tracing.ts), null when tracing was off.
+  '0002_scheduled_jobs_trace_context': {
+    async up(db) {
+      await db.schema.alterTable('scheduled_jobs').addColumn('trace_context', 'jsonb').execute();
+    },
+  },
 };
 
 export interface DueJob {
@@ -54,6 +61,8 @@ export async function scheduleJob(db: Kysely<any>, job: DueJob): Promise<void> {
 /** Records several jobs in one statement (a batch that asks for many), each as `scheduleJob` would. */
 export async function scheduleJobs(db: Kysely<any>, jobs: readonly DueJob[]): Promise<void> {
   if (jobs.length === 0) return;
+  // A job continues the trace of the batch that scheduled it (nothing when tracing is off).
+  const traceContext = activeTraceContext();
   await db
     .withSchema('public')
     .insertInto('scheduled_jobs')
@@ -64,6 +73,7 @@ export async function scheduleJobs(db: Kysely<any>, jobs: readonly DueJob[]): Pr
         organisation_id: job.organisationId ?? null,
         payload: JSON.stringify(job.payload),
         due_at: new Date(job.dueAt).toISOString(),
+        ...(traceContext ? { trace_context: JSON.stringify(traceContext) } : {}),
       })),
     )
     .onConflict((oc) => oc.column('id').doNothing())
@@ -110,9 +120,11 @@ export interface JobRunner {
 interface JobRow {
   id: string;
   kind: string;
+  organisation_id: string | null;
   payload: Record<string, unknown>;
   due_at: Date;
   attempts: number;
+  trace_context: Record<string, unknown> | null;
 }
 
 /**
@@ -128,14 +140,27 @@ async function claim(db: Kysely<any>, now: Date, claimMs: number, id?: string): 
         and (locked_until is null or locked_until < ${now.toISOString()}::timestamptz)
         ${id === undefined ? sql`` : sql`and id = ${id}`}
       order by due_at limit 1 for update skip locked)
-    returning id, kind, payload, due_at, attempts`.execute(db);
+    returning id, kind, organisation_id, payload, due_at, attempts, trace_context`.execute(db);
   return result.rows[0];
 }
 
-/** Runs one claimed job and records the outcome; a job whose handler keeps failing ends `failed` with its error. */
-async function execute(db: Kysely<any>, handlers: Record<string, JobHandler>, row: JobRow, options: Required<JobRunnerOptions>, logger: Logger): Promise<void> {
-  const handler = handlers[row.kind];
+/**
+ * Runs one claimed job and records the outcome; a job whose handler keeps failing ends `failed` with its error.
+ * Every line logged meanwhile names the job and its organisation; with tracing on, the run is a span in the
+ * trace that scheduled it.
+ */
+function execute(db: Kysely<any>, handlers: Record<string, JobHandler>, row: JobRow, options: Required<JobRunnerOptions>, logger: Logger): Promise<void> {
   const attempt = row.attempts + 1;
+  const job = { id: row.id, kind: row.kind, attempt, organisationId: row.organisation_id, traceContext: row.trace_context };
+  return traceJob(job, () => {
+    const traceId = activeTraceId();
+    const bindings = { jobId: row.id, kind: row.kind, ...(row.organisation_id ? { organisationId: row.organisation_id } : {}), ...(traceId ? { traceId } : {}) };
+    return withLogContext(bindings, () => run(db, handlers, row, attempt, options, logger));
+  });
+}
+
+async function run(db: Kysely<any>, handlers: Record<string, JobHandler>, row: JobRow, attempt: number, options: Required<JobRunnerOptions>, logger: Logger) {
+  const handler = handlers[row.kind];
   try {
     if (!handler) throw new Error(`no handler for job kind ${row.kind}`);
     await handler(row.payload, { jobId: row.id, attempt });

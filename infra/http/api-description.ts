@@ -45,7 +45,7 @@ const errorDescriptions: Record<number, string> = {
   401: 'Missing, unknown, revoked or wrong-domain token (`UNAUTHORIZED`)',
   403: 'The token lacks this API family (`FORBIDDEN`)',
   404: 'Not found (`NOT_FOUND`)',
-  409: 'Conflict with the current state or a concurrent write (`CONFLICT`)',
+  409: 'Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`)',
   413: 'Body too large (`PAYLOAD_TOO_LARGE`)',
   415: 'A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`)',
   429: 'Rate limit spent for this API token, user or address (`TOO_MANY_REQUESTS`, with `Retry-After` and `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, `RateLimit-Policy`, which every answer carries)',
@@ -100,7 +100,11 @@ export class ApiDescription {
           ...(response.schema ? { content: { 'application/json': { schema: toSchema(response.schema, 'output') } } } : {}),
         };
       }
-      for (const status of [400, 401, 403, ...(op.method === 'get' ? [404] : []), ...(op.body ? [413, 415] : []), 429, 500]) {
+      // What any such operation may answer: a path id names nothing (404), an Idempotency-Key already used
+      // for another request (409).
+      const idempotent = (op.headers ?? []).some((header) => header.name.toLowerCase() === 'idempotency-key');
+      const generic = [400, 401, 403, ...(op.method === 'get' || op.path.includes(':') ? [404] : []), ...(idempotent ? [409] : []), ...(op.body ? [413, 415] : []), 429, 500];
+      for (const status of generic) {
         responses[String(status)] ??= {
           description: errorDescriptions[status],
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },

@@ -2071,6 +2071,15 @@ export interface operations {
         };
         content?: never;
       };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
         headers: {
@@ -2320,6 +2329,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
         headers: {
@@ -2497,6 +2515,15 @@ export interface operations {
           [name: string]: unknown;
         };
         content?: never;
+      };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
       };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
@@ -2677,6 +2704,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
         headers: {
@@ -2841,6 +2877,24 @@ export interface operations {
       };
       /** @description The token lacks this API family (`FORBIDDEN`) */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (`NOT_FOUND`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -3225,6 +3279,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
         headers: {
@@ -3323,6 +3386,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
         headers: {
@@ -3406,6 +3478,15 @@ export interface operations {
       };
       /** @description The token lacks this API family (`FORBIDDEN`) */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -3591,6 +3672,15 @@ export interface operations {
         };
         content?: never;
       };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
         headers: {
@@ -3766,6 +3856,15 @@ export interface operations {
       };
       /** @description The token lacks this API family (`FORBIDDEN`) */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -4353,6 +4452,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
         headers: {
@@ -4530,6 +4638,15 @@ export interface operations {
           [name: string]: unknown;
         };
         content?: never;
+      };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
       };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
@@ -4715,6 +4832,15 @@ export interface operations {
         };
         content?: never;
       };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
         headers: {
@@ -4875,6 +5001,15 @@ export interface operations {
       };
       /** @description The token lacks this API family (`FORBIDDEN`) */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -5165,6 +5300,15 @@ export interface operations {
       };
       /** @description The token lacks this API family (`FORBIDDEN`) */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -5619,6 +5763,24 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description Not found (`NOT_FOUND`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
         headers: {
@@ -5701,6 +5863,15 @@ export interface operations {
       };
       /** @description The token lacks this API family (`FORBIDDEN`) */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (`NOT_FOUND`) */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -5793,6 +5964,24 @@ export interface operations {
       };
       /** @description The token lacks this API family (`FORBIDDEN`) */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Not found (`NOT_FOUND`) */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -6163,6 +6352,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
       413: {
         headers: {
@@ -6410,6 +6608,15 @@ export interface operations {
       };
       /** @description No webhook with this id in the organisation (`NOT_FOUND`) */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -6798,6 +7005,15 @@ export interface operations {
       };
       /** @description No webhook with this id in the organisation (`NOT_FOUND`) */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
+      409: {
         headers: {
           [name: string]: unknown;
         };
