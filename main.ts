@@ -1,14 +1,30 @@
 import type { Server } from 'node:http';
-import { ConfigError, loadConfig, type Config } from './infra/config.ts';
-import { createLogger } from './infra/logging.ts';
-import { openService } from './service.ts';
+import type { Config } from './infra/config.ts';
 import { planFor, roleArgument } from './infra/roles.ts';
+import { TracingConfigError, startTracing, stopTracing } from './infra/tracing.ts';
 
 async function main(): Promise<void> {
+  // `--role=<role>` (the npm start:* scripts) wins over ROLE in the environment.
+  const role = roleArgument(process.argv.slice(2));
+  // Tracing first: its instrumentations patch http, express, pg and ioredis as they load, so everything that
+  // imports them is imported below, after it (statically imported, they would load before this line runs).
+  try {
+    const named = role ?? process.env.ROLE ?? 'all';
+    await startTracing({ serviceName: named === 'all' ? 'engage' : `engage-${named}` });
+  } catch (error) {
+    if (error instanceof TracingConfigError) {
+      console.error(`Invalid configuration:\n  - ${error.message}`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const [{ ConfigError, loadConfig }, { createLogger }, { openService }] = await Promise.all([
+    import('./infra/config.ts'),
+    import('./infra/logging.ts'),
+    import('./service.ts'),
+  ]);
   let config: Config;
   try {
-    // `--role=<role>` (the npm start:* scripts) wins over ROLE in the environment.
-    const role = roleArgument(process.argv.slice(2));
     config = loadConfig(role === undefined ? process.env : { ...process.env, ROLE: role });
   } catch (error) {
     if (error instanceof ConfigError) {
@@ -38,6 +54,7 @@ async function main(): Promise<void> {
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   } catch (error) {
     await service.close();
+    await stopTracing();
     if (error instanceof StartAbandoned) {
       logger.info({ signal: error.message }, 'stopped');
       process.exit(0);
@@ -69,6 +86,7 @@ async function main(): Promise<void> {
     await new Promise<void>((resolve) => server.once('close', () => resolve()));
     // Stops the embedded PostgreSQL too, unless an `engage` command still uses it (then the last one out does).
     await service.close();
+    await stopTracing();
     logger.info('stopped');
     process.exit(0);
   };

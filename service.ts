@@ -30,6 +30,7 @@ import { communityQueries } from './query-api/communities.ts';
 import { healthRoutes, operationsApp } from './query-api/health.ts';
 import { countingAppends, createMetrics, type Metrics } from './infra/metrics.ts';
 import { underStartupLock } from './infra/startup-lock.ts';
+import { tracedAppends } from './infra/tracing.ts';
 import { leaderboardQueries } from './query-api/leaderboards.ts';
 import { organisationQueries } from './query-api/settings.ts';
 import { challengeQueries } from './query-api/challenges.ts';
@@ -46,6 +47,8 @@ import { rewardEntryQueries } from './query-api/reward-entries.ts';
 import { rewardAssetCommands } from './command-api/reward-assets.ts';
 import { eventQueries } from './query-api/events.ts';
 import { achievementQueries } from './query-api/achievements.ts';
+import { webhookCommands } from './command-api/webhooks.ts';
+import { webhookQueries } from './query-api/webhooks.ts';
 import { openRedis, openRedisProbe } from './infra/redis.ts';
 import { bullmqJobRunner, inProcessJobRunner, jobMigrations, type JobRunner, type JobRunnerOptions } from './infra/jobs.ts';
 import { jobHandlers, type OutsideWorld } from './command-api/jobs.ts';
@@ -107,16 +110,18 @@ export async function openService(config: Config, logger: Logger, options: Servi
     redisProbe = redis && openRedisProbe(redis, config.readyCheckTimeoutMs);
     const metrics = createMetrics();
     // Migrations and new generations may build indexes over large tables: background limits.
-    const store = countingAppends(
-      await inBackground(() =>
-        underStartupLock(database, async () => {
-          await migrate(database.db);
-          const opened = await openEventStore(config, database);
-          await prepareProjections(database.db, projections);
-          return opened;
-        }),
+    const store = tracedAppends(
+      countingAppends(
+        await inBackground(() =>
+          underStartupLock(database, async () => {
+            await migrate(database.db);
+            const opened = await openEventStore(config, database);
+            await prepareProjections(database.db, projections);
+            return opened;
+          }),
+        ),
+        metrics,
       ),
-      metrics,
     );
     const clock = options.clock ?? systemClock;
     const ctx: ServiceContext = { config, database, store, logger, clock };
@@ -200,13 +205,30 @@ async function runMigrations(db: Kysely<any>, migrations: Record<string, Migrati
 }
 
 function composeApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics, rateLimits: RateLimits): Express {
-  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics);
+  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics, ctx.config.logRequests);
   app.set('trust proxy', ctx.config.trustProxy);
   app.locals.clock = ctx.clock;
   app.locals.rateLimits = rateLimits;
   const { refuseBlockedAddresses, limitApiToken } = rateLimits;
   const db = ctx.database.db;
   app.use(healthRoutes(ctx, redis, metrics));
+  const { admin, integration, analytics } = apiFamilies(ctx);
+  for (const family of [admin, integration, analytics]) {
+    const mount = `/api/v2/${family.description.family}`;
+    app.use(mount, family.description.router(), refuseBlockedAddresses, requireApiToken(db, family.description.family), limitApiToken, ...family.routes);
+  }
+  app.use(unknownRoute);
+  app.use(rateLimits.countFailedAuthentication);
+  app.use(errorHandler);
+  return app;
+}
+
+/**
+ * The three API families: each one's routes, declared with the description that makes its OpenAPI
+ * document. Declaring them touches no store, so the documents can be written without a running service
+ * (`clients/typescript/generate.ts`).
+ */
+export function apiFamilies(ctx: ServiceContext) {
   const admin = new ApiDescription('admin', 'engage admin API', 'Configure an organisation: leaderboards and everything a programme needs.');
   const adminRoutes = [
     domainCommands(ctx, admin),
@@ -230,8 +252,9 @@ function composeApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics, 
     templateQueries(ctx, admin),
     gameCommands(ctx, admin),
     gameQueries(ctx, admin),
+    webhookCommands(ctx, admin),
+    webhookQueries(ctx, admin),
   ];
-  app.use('/api/v2/admin', admin.router(), refuseBlockedAddresses, requireApiToken(db, 'admin'), limitApiToken, ...adminRoutes);
   const integration = new ApiDescription('integration', 'engage integration API', 'What end users see: their own records, signed in with a user token.');
   const integrationRoutes = [
     meQueries(ctx, integration),
@@ -242,14 +265,13 @@ function composeApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics, 
     eventQueries(ctx, integration),
     achievementQueries(ctx, integration),
   ];
-  app.use('/api/v2/integration', integration.router(), refuseBlockedAddresses, requireApiToken(db, 'integration'), limitApiToken, ...integrationRoutes);
   const analytics = new ApiDescription('analytics', 'engage analytics API', 'Statistics for dashboards: giveaways and the step funnel of challenges.');
   const analyticsRoutes = [giveawayAnalyticsQueries(ctx, analytics), challengeStepAnalyticsQueries(ctx, analytics)];
-  app.use('/api/v2/analytics', analytics.router(), refuseBlockedAddresses, requireApiToken(db, 'analytics'), limitApiToken, ...analyticsRoutes);
-  app.use(unknownRoute);
-  app.use(rateLimits.countFailedAuthentication);
-  app.use(errorHandler);
-  return app;
+  return {
+    admin: { description: admin, routes: adminRoutes },
+    integration: { description: integration, routes: integrationRoutes },
+    analytics: { description: analytics, routes: analyticsRoutes },
+  };
 }
 
 export type { Database };

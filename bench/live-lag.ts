@@ -18,7 +18,7 @@
  *   npx tsx bench/live-lag.ts
  */
 import pg from 'pg';
-import { communityCheck } from '../command-api/custom-events.ts';
+import { communityChecks } from '../command-api/reference-checks.ts';
 import { handleCommand, type CommandPart } from '../command-api/command-handling.ts';
 import { customEventDecider, type CustomEventCommand, type CustomEventPayload } from '../domain/custom-event.ts';
 import { openPostgres } from '../infra/database.ts';
@@ -256,7 +256,7 @@ function logCustomEvent(member: Member, n: number): CommandPart[] {
       },
     },
   };
-  return [communityCheck(member.organisationId, member.communityId), part];
+  return [...communityChecks(member.organisationId, [member.communityId]), part];
 }
 
 /** The seeded users with a community of theirs and their organisation's API token, from the log. */

@@ -58,6 +58,8 @@ export interface RebuildResult {
     nodeCpuSeconds: number;
     postgresCpuSeconds: number | null;
     parked: number;
+    /** The shared log's reads from the store and the events they brought (the log once: about events / page size reads). */
+    logReads: { reads: number; eventsRead: number; served: number };
     projections: ProjectionRebuild[];
   };
   targets: typeof REBUILD_TARGETS;
@@ -77,7 +79,8 @@ export async function benchRebuild(): Promise<RebuildResult> {
     // The rebuild a new version causes in a service that is up to date: the live generations (one version
     // behind, so this runner leaves them to the service) stand at the head; a building generation of each
     // read model fills from the start of the log and swaps in once it has reached them.
-    const readModels = projections.filter((consumer) => consumer.kind === 'projection');
+    const only = process.env.BENCH_PROJECTIONS?.split(',').filter(Boolean);
+    const readModels = projections.filter((consumer) => consumer.kind === 'projection' && (!only || only.includes(consumer.name)));
     await prepareProjections(
       db,
       readModels.map((projection) => ({ ...projection, version: projection.version - 1 })),
@@ -106,6 +109,7 @@ export async function benchRebuild(): Promise<RebuildResult> {
     }
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuAtStart);
+    const logReads = { ...runner.log.stats };
     await runner.stop();
     const peakRssMb = await rss.stop();
     const { peakConnections, postgresCpuSeconds } = await connections.stop();
@@ -160,6 +164,7 @@ export async function benchRebuild(): Promise<RebuildResult> {
         nodeCpuSeconds: (cpu.user + cpu.system) / 1e6,
         postgresCpuSeconds,
         parked: parkedRows.reduce((sum, row) => sum + Number(row.count), 0),
+        logReads,
         projections: rows,
       },
       targets: REBUILD_TARGETS,

@@ -19,6 +19,9 @@ import type { ServiceContext } from './context.ts';
 import { challengeOfAction, recordActionOwner } from './id-lookups.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
+import { allocationsOf, distributionChecks, foreignCommunityChecks } from './reference-checks.ts';
+
+const images = { primaryImageUrl: '', secondaryImageUrl: '' };
 
 export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -28,11 +31,45 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
     {
       method: 'post',
       path: '/challenges',
+      operationId: 'createChallenge',
       tag: 'Challenges',
       summary: 'Create a challenge: an ordered list of actions',
       description:
         'Appends `ChallengeCreated` on `challenge-<id>`; each action gets an id, recorded on `challengeaction-<actionId>` in the same append. Answers 201 with the challenge and `x-event-position` (send it as `x-min-position` to read your write).',
       body: createChallengeBody,
+      example: {
+        communityId: '6b039d2d3be9a23a28e68a12',
+        details: {
+          en: {
+            title: 'Coffee week',
+            description: 'Visit, then buy',
+            light: { primaryImageUrl: '', secondaryImageUrl: '' },
+            dark: { primaryImageUrl: '', secondaryImageUrl: '' },
+          },
+        },
+        actions: [
+          {
+            key: 'visit',
+            category: 'participation',
+            xp: 10,
+            criteria: [],
+            details: { en: { title: 'Visit a bar', description: '', light: images, dark: images } },
+          },
+          {
+            key: 'purchase',
+            category: 'loyalty',
+            xp: 20,
+            criteria: [{ field: 'total', operator: 'gte', value: 10 }],
+            details: { en: { title: 'Buy for 10 or more', description: '', light: images, dark: images } },
+          },
+        ],
+        isLinear: true,
+        maxCompletionsPerPeriod: 1,
+        period: 'daily',
+        startsAt: '2026-03-01T00:00:00Z',
+        expiresAt: '2026-04-01T00:00:00Z',
+        rewardDistribution: { points: 50, xp: 15 },
+      },
       headers: [idempotencyKeyHeader],
       responses: { 201: { description: 'The created challenge', schema: challengeSchema } },
     },
@@ -50,6 +87,11 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
             command: { type: 'CreateChallenge', data: { ...body, actions, challengeId, organisationId, actor: actor!, now: occurredAt! } },
           },
           ...actions.map(({ actionId }) => recordActionOwner(actionId, challengeId, organisationId)),
+          ...foreignCommunityChecks(organisationId, [body.communityId]),
+          ...distributionChecks(organisationId, [
+            ...allocationsOf(actions.map((action) => action.distribution)),
+            ...body.rewardDistribution.rewardAllocations,
+          ]),
         ],
         respond: ([events]) => ({ status: 201, body: challengeView(recordAfter(challengeDecider.initialState, events as ChallengeEvent[])) }),
       });
@@ -61,6 +103,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
     {
       method: 'patch',
       path: '/challenges/:challengeId',
+      operationId: 'updateChallenge',
       tag: 'Challenges',
       summary: 'Change a challenge',
       description:
@@ -93,6 +136,10 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
           },
           // New actions are recorded as the challenge's in the same append (refused with it, if it is refused).
           ...(replacement ?? []).filter(({ kept }) => !kept).map(({ actionId }) => recordActionOwner(actionId, challengeId, organisationId)),
+          ...distributionChecks(organisationId, [
+            ...allocationsOf((replacement ?? []).map((action) => action.distribution)),
+            ...(changes.rewardDistribution?.rewardAllocations ?? []),
+          ]),
         ],
         respond: ([events]) => ({ status: 200, body: challengeView(recordAfter(seen.state(), events as ChallengeEvent[])) }),
       });
@@ -104,6 +151,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
     {
       method: 'post',
       path: '/actions/:actionId/distribution',
+      operationId: 'assignActionDistribution',
       tag: 'Challenges',
       summary: "Assign an action's distribution (points, bonus XP, reward allocations)",
       description:
@@ -129,6 +177,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
             decider: challengeDecider,
             command: { type: 'AssignActionDistribution', data: { challengeId, organisationId, actionId, distribution, actor: actor!, now: occurredAt! } },
           },
+          ...distributionChecks(organisationId, allocationsOf([distribution])),
         ],
         respond: () => ({ status: 200, body: { ...freshDistributionView(distribution), actionId } }),
       });

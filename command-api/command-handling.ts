@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Decider, DomainEvent } from '../domain/decider.ts';
 import { fold } from '../domain/decider.ts';
 import { badRequest, conflict } from '../infra/http/errors.ts';
+import { inSpan } from '../infra/tracing.ts';
 import {
   WrongExpectedRevisionError,
   type AppendResult,
@@ -98,14 +99,19 @@ export async function handleCommand(
         return { events: [], results: [], position: record.position, response: completed.response, replayed: true };
       }
     }
-    const decided = await Promise.all(
-      parts.map(async (part) => {
-        const recorded = await store.readStream(part.stream);
-        const state = fold(part.decider, recorded.map((event) => ({ type: event.type, data: event.data })) as DomainEvent[]);
-        const events = part.decider.decide(part.command, state) as DomainEvent[];
-        const last = recorded[recorded.length - 1];
-        return { part, events, expectedRevision: last ? last.revision : ('no_stream' as const) };
-      }),
+    const decided = await inSpan(
+      'engage.decide',
+      () =>
+        Promise.all(
+          parts.map(async (part) => {
+            const recorded = await store.readStream(part.stream);
+            const state = fold(part.decider, recorded.map((event) => ({ type: event.type, data: event.data })) as DomainEvent[]);
+            const events = part.decider.decide(part.command, state) as DomainEvent[];
+            const last = recorded[recorded.length - 1];
+            return { part, events, expectedRevision: last ? last.revision : ('no_stream' as const) };
+          }),
+        ),
+      () => ({ 'engage.streams': parts.map((part) => part.stream), 'engage.attempt': attempt }),
     );
     const events = decided.map((d) => d.events);
     const response = respond(events);

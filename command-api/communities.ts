@@ -19,10 +19,12 @@ export function communityCommands(ctx: ServiceContext, admin: ApiDescription): R
     {
       method: 'post',
       path: '/communities',
+      operationId: 'createCommunity',
       tag: 'Communities',
       summary: 'Create a community',
       description: 'Appends `CommunityCreated` on `community-<id>`. The response carries `x-event-position`; send it as `x-min-position` to read your write.',
       body: createCommunityBody,
+      example: { name: 'Coffee club', description: 'Regulars of our coffee bars' },
       headers: [idempotencyKeyHeader],
       responses: { 201: { description: 'The created community', schema: communitySchema } },
     },
@@ -50,6 +52,7 @@ export function communityCommands(ctx: ServiceContext, admin: ApiDescription): R
     {
       method: 'patch',
       path: '/communities/:communityId',
+      operationId: 'updateCommunity',
       tag: 'Communities',
       summary: 'Change a community',
       description: 'Appends `CommunityUpdated` with the fields that changed (nothing when nothing changes). 404 for an unknown id or another organisation’s.',

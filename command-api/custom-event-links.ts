@@ -13,7 +13,8 @@ import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { foldStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
-import { communityCheck, userById } from './custom-events.ts';
+import { userById } from './custom-events.ts';
+import { communityChecks } from './reference-checks.ts';
 import { withDecidedState } from './decided-state.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
@@ -35,6 +36,7 @@ export function customEventLinkCommands(ctx: ServiceContext, admin: ApiDescripti
     {
       method: 'post',
       path: '/events/custom/link',
+      operationId: 'createCustomEventLink',
       tag: 'Events',
       summary: 'Create a link that logs a custom event for the user who follows it',
       description: [
@@ -42,6 +44,7 @@ export function customEventLinkCommands(ctx: ServiceContext, admin: ApiDescripti
         'The front end sends the part after `/l/` to the integration API (`POST /events/custom/links/redeem`) for the signed-in user; the event is then logged for that user, once per user. It expires `expiryTime` seconds from now (then 410); a single-use link accepts one user (others get 409).',
       ].join('\n\n'),
       body: createCustomEventLinkBody,
+      example: { eventName: 'scanned-poster', communityId: '6b039d2d3be9a23a28e68a12', expiryTime: 86400, isSingleUse: false },
       headers: [idempotencyKeyHeader],
       responses: { 201: { description: 'The signed link', schema: customEventLinkSchema } },
     },
@@ -70,7 +73,7 @@ export function customEventLinkCommands(ctx: ServiceContext, admin: ApiDescripti
               },
             },
           },
-          communityCheck(organisationId, body.communityId),
+          ...communityChecks(organisationId, [body.communityId]),
         ],
         respond: ([events]) => {
           const created = (events as CustomEventLinkEvent[])[0]!;
@@ -99,6 +102,7 @@ export function customEventLinkRedemption(ctx: ServiceContext, integration: ApiD
     {
       method: 'post',
       path: '/events/custom/links/redeem',
+      operationId: 'redeemCustomEventLink',
       tag: 'Events',
       summary: 'Redeem a custom event link for the signed-in user',
       description: [

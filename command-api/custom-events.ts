@@ -8,7 +8,6 @@ import {
   type CustomEventCommand,
   type CustomEventEvent,
 } from '../domain/custom-event.ts';
-import { communityDecider } from '../domain/community.ts';
 import { userDecider, type NewUserProfile } from '../domain/user.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { customEventSchema, logCustomEventBody } from '../infra/contract/custom-events.ts';
@@ -21,6 +20,7 @@ import { foldStream, type CommandPart } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { createUserParts, externalUserIdStream } from './users.ts';
 import { runCommand } from './run-command.ts';
+import { communityChecks } from './reference-checks.ts';
 
 export interface ResolvedUser {
   userId: string;
@@ -45,11 +45,6 @@ async function resolveUser(store: EventStore, organisationId: string, userId: st
   if (byId) return byId;
   const [claim] = await store.readStream(externalUserIdStream(organisationId, userId), { limit: 1 });
   return claim ? { userId: (claim.data as { userId: string }).userId, externalUserId: userId } : null;
-}
-
-/** A part that appends nothing and refuses (400) a community the organisation does not have. */
-export function communityCheck(organisationId: string, communityId: string): CommandPart {
-  return { stream: `community-${communityId}`, decider: communityDecider, command: { type: 'RequireCommunity', data: { communityId, organisationId } } };
 }
 
 function blankProfile(communityId: string): NewUserProfile {
@@ -136,7 +131,7 @@ export function customEventCommands(ctx: ServiceContext, admin: ApiDescription):
         const user = await resolveUser(ctx.store, organisationId, body.userId);
         let parts: CommandPart[];
         if (user) {
-          parts = [communityCheck(organisationId, body.communityId), logEvent(user)];
+          parts = [...communityChecks(organisationId, [body.communityId]), logEvent(user)];
         } else if (body.autoCreateUser) {
           const created = { userId: newId(), externalUserId: body.userId };
           const [claim, ...rest] = createUserParts({ ...created, organisationId, profile: blankProfile(body.communityId), now });

@@ -19,6 +19,7 @@ export function domainCommands(ctx: ServiceContext, admin: ApiDescription): Rout
     {
       method: 'post',
       path: '/domains',
+      operationId: 'registerDomain',
       tag: 'Domains',
       summary: 'Register a custom subdomain or a white-label domain',
       description:
@@ -66,6 +67,7 @@ export function domainCommands(ctx: ServiceContext, admin: ApiDescription): Rout
     {
       method: 'post',
       path: '/domains/remove',
+      operationId: 'removeDomain',
       tag: 'Domains',
       summary: 'Remove a custom or white-label domain',
       description:

@@ -9,6 +9,7 @@ import { pathId } from './challenges.ts';
 import type { ServiceContext } from './context.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
+import { allocationsOf, distributionChecks, foreignCommunityChecks } from './reference-checks.ts';
 
 export function gameCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -18,6 +19,7 @@ export function gameCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'post',
       path: '/games',
+      operationId: 'createGame',
       tag: 'Games',
       summary: 'Create a game config',
       description: 'Appends `GameCreated` on `game-<id>`. Answers 201 with the game config (no prizes yet) and `x-event-position`.',
@@ -40,6 +42,7 @@ export function gameCommands(ctx: ServiceContext, admin: ApiDescription): Router
               data: { ...body, communityId: body.communityId ?? null, gameId, organisationId, actor: actor!, now: occurredAt! },
             },
           },
+          ...foreignCommunityChecks(organisationId, body.communityId ? [body.communityId] : []),
         ],
         respond: ([events]) => {
           const state = (events as GameEvent[]).reduce(gameDecider.evolve, gameDecider.initialState);
@@ -56,6 +59,7 @@ export function gameCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'post',
       path: '/games/:gameConfigId/distribution',
+      operationId: 'assignGameDistribution',
       tag: 'Games',
       summary: 'Assign the prizes (distribution details) of a game config',
       description:
@@ -80,6 +84,7 @@ export function gameCommands(ctx: ServiceContext, admin: ApiDescription): Router
             decider: gameDecider,
             command: { type: 'AssignGameDistributions', data: { gameId, organisationId, distributions, actor: actor!, now: occurredAt! } },
           },
+          ...distributionChecks(organisationId, allocationsOf(distributions)),
         ],
         respond: () => ({ status: 200, body: { gameConfigId: gameId, distributions: distributions.map(gameDistributionView) } }),
       });

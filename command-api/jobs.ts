@@ -14,6 +14,7 @@ import { INVITATION_EMAIL_JOB } from '../projectors/invitations.ts';
 import { foldStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { engagementJobHandlers } from './engagement-jobs.ts';
+import { webhookJobHandlers } from './webhook-jobs.ts';
 
 /** The outside world the handlers talk to; tests inject a map of TXT records and a capturing mail transport. */
 export interface OutsideWorld {
@@ -45,6 +46,7 @@ export function jobHandlers(ctx: ServiceContext, outside: OutsideWorld = {}): Re
     [DOMAIN_VERIFICATION_JOB]: (payload: DomainVerificationJob, job) => verifyDomain(ctx, resolveTxt, payload, job),
     [INVITATION_EMAIL_JOB]: (payload: { invitationId: string }, job) => emailInvitation(ctx, mailer, payload.invitationId, job),
     ...engagementJobHandlers(ctx),
+    ...webhookJobHandlers(ctx),
   };
 }
 

@@ -23,6 +23,7 @@ import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import type { ServiceContext } from './context.ts';
 import { runCommand } from './run-command.ts';
+import { allocationsOf, conditionVariables, distributionChecks, foreignCommunityChecks, foreignVariableConfigChecks } from './reference-checks.ts';
 
 export const idempotencyKeyHeader = {
   name: 'Idempotency-Key',
@@ -39,11 +40,13 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
     {
       method: 'post',
       path: '/leaderboards',
+      operationId: 'createLeaderboard',
       tag: 'Leaderboards',
       summary: 'Create a leaderboard config',
       description:
         'Appends `LeaderboardCreated` on `leaderboard-<id>`. The response carries `x-event-position`; send it as `x-min-position` to read your write.',
       body: createLeaderboardBody,
+      example: { name: 'Weekly XP', metricType: 'total-xp', startsAt: '2026-01-05T00:00:00Z', status: 'live', period: 'weekly' },
       headers: [idempotencyKeyHeader],
       responses: { 200: { description: 'The created leaderboard config', schema: leaderboardConfigSchema } },
     },
@@ -71,6 +74,8 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
               },
             } satisfies LeaderboardCommand,
           },
+          ...foreignCommunityChecks(organisationId, conditionCommunities(body.conditions)),
+          ...foreignVariableConfigChecks(organisationId, conditionVariables(body.conditions)),
         ],
         respond: ([events]) => ({ status: 200, body: tracked.configAfter(events as LeaderboardEvent[]) }),
       });
@@ -82,6 +87,7 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
     {
       method: 'patch',
       path: '/leaderboards/:leaderboardConfigId',
+      operationId: 'updateLeaderboard',
       tag: 'Leaderboards',
       summary: 'Change a leaderboard config: its status, and while draft or scheduled its name, description, expiry and conditions',
       description:
@@ -111,6 +117,8 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
               data: { leaderboardId, organisationId, ...(status ? { status } : {}), edits, actor: actor!, now: occurredAt! },
             } satisfies LeaderboardCommand,
           },
+          ...foreignCommunityChecks(organisationId, conditionCommunities(edits.conditions)),
+          ...foreignVariableConfigChecks(organisationId, conditionVariables(edits.conditions)),
         ],
         respond: ([events]) => ({ status: 200, body: tracked.configAfter(events as LeaderboardEvent[]) }),
       });
@@ -122,6 +130,7 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
     {
       method: 'post',
       path: '/leaderboards/:leaderboardConfigId/distribution',
+      operationId: 'assignLeaderboardDistribution',
       tag: 'Leaderboards',
       summary: 'Assign rewards per rank range to a leaderboard, replacing its distribution',
       description:
@@ -167,6 +176,7 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
               data: { leaderboardId, organisationId, rewards, actor: actor!, now: occurredAt! },
             } satisfies LeaderboardCommand,
           },
+          ...distributionChecks(organisationId, allocationsOf(rewards)),
         ],
         respond: ([events]) => {
           const [assigned] = events as LeaderboardEvent[];
@@ -228,4 +238,9 @@ function trackingConfig() {
       return config;
     },
   };
+}
+
+/** The communities a leaderboard's conditions name. */
+function conditionCommunities(conditions: readonly { type: string; communityId?: string }[] | undefined): string[] {
+  return (conditions ?? []).flatMap((condition) => (condition.type === 'community' && condition.communityId ? [condition.communityId] : []));
 }

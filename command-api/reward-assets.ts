@@ -32,6 +32,7 @@ export function rewardAssetCommands(ctx: ServiceContext, integration: ApiDescrip
     {
       method: 'post',
       path: '/me/reward-assets/:assetId/claim',
+      operationId: 'claimMyRewardAsset',
       tag: 'Rewards',
       summary: 'Claim one of the signed-in user’s reward assets',
       description:
@@ -52,6 +53,7 @@ export function rewardAssetCommands(ctx: ServiceContext, integration: ApiDescrip
     {
       method: 'post',
       path: '/me/reward-assets/:assetId/redeem',
+      operationId: 'redeemMyRewardAsset',
       tag: 'Rewards',
       summary: 'Redeem one of the signed-in user’s claimed reward assets',
       description: [

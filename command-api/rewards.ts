@@ -11,6 +11,7 @@ import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import type { ServiceContext } from './context.ts';
 import { runCommand } from './run-command.ts';
+import { foreignCommunityChecks, foreignVariableConfigChecks } from './reference-checks.ts';
 
 export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -20,10 +21,25 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
     {
       method: 'post',
       path: '/rewards',
+      operationId: 'createReward',
       tag: 'Rewards',
       summary: 'Create a reward (an entries reward for a giveaway, or an asset reward)',
       description: 'Appends `RewardCreated` on `reward-<id>`. The response carries `x-event-position`; send it as `x-min-position` to read your write.',
       body: createRewardBody,
+      example: {
+        kind: 'asset',
+        communityId: '6b039d2d3be9a23a28e68a12',
+        details: {
+          en: {
+            title: 'Free coffee',
+            description: 'Any size',
+            light: { primaryImageUrl: '', secondaryImageUrl: '' },
+            dark: { primaryImageUrl: '', secondaryImageUrl: '' },
+          },
+        },
+        redeemable: { redeemByDate: '2026-12-31T00:00:00Z' },
+        codes: ['COFFEE-1', 'COFFEE-2'],
+      },
       headers: [idempotencyKeyHeader],
       responses: { 201: { description: 'The created reward', schema: rewardSchema } },
     },
@@ -39,6 +55,8 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
             decider: rewardDecider,
             command: { type: 'CreateReward', data: { ...definitionOf(body), rewardId, organisationId, actor: actor!, now: occurredAt! } },
           },
+          ...foreignCommunityChecks(organisationId, [body.communityId, ...body.additionalCommunityIds]),
+          ...foreignVariableConfigChecks(organisationId, body.kind === 'asset' ? body.redeemable.additionalInformation.map((item) => item.variableConfigId) : []),
         ],
         respond: ([events]) => ({ status: 201, body: rewardAfter(rewardDecider.initialState, events as RewardEvent[]) }),
       });
@@ -50,6 +68,7 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
     {
       method: 'patch',
       path: '/rewards/:rewardId',
+      operationId: 'updateReward',
       tag: 'Rewards',
       summary: "Change a reward's details, tags or dates",
       description:
@@ -89,6 +108,7 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
     {
       method: 'post',
       path: '/rewards/:rewardId/allocations',
+      operationId: 'createRewardAllocation',
       tag: 'Rewards',
       summary: 'Add an allocation (a supply) to a reward',
       description:

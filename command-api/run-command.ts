@@ -9,6 +9,8 @@ import type { ServiceContext } from './context.ts';
  * A write route's whole tail: decide and append (idempotent under an `Idempotency-Key` header, or under
  * the explicit key a route passes, such as a custom event's nonce), then answer with the response and
  * the position it wrote (`x-event-position`). A replayed answer also carries `idempotent-replayed: true`.
+ * `reveal` adds to the answer what must not be recorded with it (a secret derived again on each answer):
+ * the recorded answer, in the log, never holds it.
  */
 export async function runCommand(
   ctx: ServiceContext,
@@ -18,6 +20,7 @@ export async function runCommand(
     parts: CommandPart[];
     respond: (events: DomainEvent[][]) => CommandResponse;
     idempotency?: Pick<Idempotency, 'scope' | 'key' | 'replayOnMismatch'>;
+    reveal?: (body: any) => unknown;
   },
 ): Promise<void> {
   const { organisationId } = tenantOf(res);
@@ -30,5 +33,5 @@ export async function runCommand(
   const handled = await handleCommand(ctx.store, command.parts, eventMetadata(req, res), command.respond, idempotency);
   setEventPosition(res, handled.position);
   if (handled.replayed) res.set('idempotent-replayed', 'true');
-  res.status(handled.response.status).json(handled.response.body);
+  res.status(handled.response.status).json(command.reveal ? command.reveal(handled.response.body) : handled.response.body);
 }

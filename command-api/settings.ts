@@ -17,6 +17,7 @@ export function settingsCommands(ctx: ServiceContext, admin: ApiDescription): Ro
     {
       method: 'patch',
       path: '/settings',
+      operationId: 'updateSettings',
       tag: 'Organisation',
       summary: 'Change the organisation’s name, time zone, default language or rate limits',
       description:

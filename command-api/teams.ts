@@ -56,6 +56,7 @@ export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'post',
       path: '/teams/invite',
+      operationId: 'inviteTeamMembers',
       tag: 'Teams',
       summary: 'Invite people to the organisation’s team by e-mail',
       description:
@@ -114,6 +115,7 @@ export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'post',
       path: '/teams/invitations/accept',
+      operationId: 'acceptTeamInvitation',
       tag: 'Teams',
       summary: 'Accept a team invitation with the token from its e-mail',
       description:

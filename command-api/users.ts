@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { Router } from 'express';
-import { communityDecider } from '../domain/community.ts';
 import { fold } from '../domain/decider.ts';
 import { externalUserIdDecider, requireUser, teamMember, userDecider, userOf, type NewUserProfile, type UserEvent, type UserState } from '../domain/user.ts';
 import { variableConfigDecider, type VariableValue } from '../domain/variable-config.ts';
@@ -24,19 +23,11 @@ import type { ServiceContext } from './context.ts';
 import { withDecidedState } from './decided-state.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
+import { communityChecks } from './reference-checks.ts';
 
 /** The stream that claims an external user id for one organisation. */
 export function externalUserIdStream(organisationId: string, externalUserId: string): string {
   return `externaluserid-${organisationId}-${createHash('sha256').update(externalUserId).digest('hex').slice(0, 32)}`;
-}
-
-/** Every community named must exist in the organisation; the check reads each community's own stream. */
-function communityChecks(organisationId: string, communityIds: readonly string[]): CommandPart[] {
-  return [...new Set(communityIds)].map((communityId) => ({
-    stream: `community-${communityId}`,
-    decider: communityDecider,
-    command: { type: 'RequireCommunity', data: { communityId, organisationId } },
-  }));
 }
 
 /**
@@ -78,11 +69,13 @@ export function userCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'post',
       path: '/users',
+      operationId: 'createUser',
       tag: 'Users',
       summary: 'Create a user (team member)',
       description:
         'Appends `UserCreated` on `user-<id>` and, atomically, claims the externalUserId for the organisation (409 when another user has it). Every communityId must be one of the organisation’s communities (else 400).',
       body: createUserBody,
+      example: { externalUserId: 'customer-1', displayName: 'Ada', communityIds: ['6b039d2d3be9a23a28e68a12'] },
       headers: [idempotencyKeyHeader],
       responses: {
         201: { description: 'The created user as a team member record', schema: teamMemberSchema },
@@ -106,6 +99,7 @@ export function userCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'patch',
       path: '/users/:userId',
+      operationId: 'updateUser',
       tag: 'Users',
       summary: 'Change a user’s profile',
       description:
@@ -135,6 +129,7 @@ export function userCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'put',
       path: '/users/:userId/variables',
+      operationId: 'setUserVariables',
       tag: 'Users',
       summary: 'Set a user’s variables',
       description:
@@ -172,6 +167,7 @@ export function userCommands(ctx: ServiceContext, admin: ApiDescription): Router
     {
       method: 'post',
       path: '/users/:userId/tokens',
+      operationId: 'issueUserToken',
       tag: 'Users',
       summary: 'Issue a short-lived user token for the integration API',
       description:

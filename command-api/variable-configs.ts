@@ -23,6 +23,7 @@ export function variableConfigCommands(ctx: ServiceContext, admin: ApiDescriptio
     {
       method: 'post',
       path: '/variable-configs',
+      operationId: 'createVariableConfig',
       tag: 'Variable configs',
       summary: 'Declare a user variable (what leaderboard variable-config conditions refer to)',
       description:

@@ -1,3 +1,4 @@
+import { idFrom } from '../infra/ids.ts';
 import type { FrozenStanding } from './engagement-events.ts';
 import type { Condition, RankReward } from './leaderboard.ts';
 
@@ -51,4 +52,9 @@ export function placings(standings: readonly FrozenStanding[], ranges: readonly 
 /** The community a leaderboard's conditions restrict it to, if any: where its pay-outs (and placings) land. */
 export function leaderboardCommunity(conditions: readonly Condition[]): string | null {
   return conditions.find((condition) => condition.type === 'community')?.communityId ?? null;
+}
+
+/** An achievement's id, derived from the fact that earned it (and the user, for a window's placings). */
+export function achievementId(eventId: string, userId?: string): string {
+  return idFrom(userId === undefined ? `achievement:${eventId}` : `achievement:${eventId}:${userId}`);
 }

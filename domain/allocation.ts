@@ -65,12 +65,15 @@ export const allocationDecider: Decider<AllocationCommand, AllocationEvent, Allo
     }
   },
 
-  evolve(_state, event) {
+  evolve(state, event) {
     switch (event.type) {
       case 'AllocationCreated': {
         const { allocationId, rewardId, organisationId, supply, amountToDistribute } = event.data;
         return { exists: true, allocationId, rewardId, organisationId, supply, amountToDistribute, distributed: 0 };
       }
+      // The engine's hand-outs (`AllocationDistributed`) share the stream; the command side decides on none of them.
+      default:
+        return state;
     }
   },
 };

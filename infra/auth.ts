@@ -62,6 +62,8 @@ export function requireApiToken(db: Kysely<OrganisationTables>, family: ApiFamil
     const rateLimits = { apiTokenRequests: row.api_token_rate_limit, userTokenRequests: row.user_token_rate_limit };
     const tenant: Tenant = { organisationId: row.organisation_id, domain: row.domain, tokenId: row.id, families, rateLimits };
     res.locals.tenant = tenant;
+    // The request's log lines from here on name the organisation (the last one does through pino-http's customProps).
+    req.log = req.log.child({ organisationId: tenant.organisationId });
     next();
   };
 }

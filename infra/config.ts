@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_DATABASE_TIMEOUTS, type DatabaseTimeouts } from './database.ts';
+import type { RequestLogging } from './http/plumbing.ts';
 import { ROLES, type Role } from './roles.ts';
 
 const optionalUrl = (protocols: string[]) =>
@@ -58,6 +59,7 @@ export const environment = z.object({
         ),
     ),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_REQUESTS: z.enum(['info', 'debug', 'off']).default('info'),
   BODY_LIMIT: z
     .string()
     .regex(/^\d+(b|kb|mb)$/i, 'must be a size such as 100kb or 1mb')
@@ -95,6 +97,10 @@ export const environment = z.object({
   RATE_LIMIT_USER_TOKEN_REQUESTS: integer(60, 1, 1_000_000),
   RATE_LIMIT_FAILED_AUTHENTICATIONS: integer(20, 1, 1_000_000),
   TRUST_PROXY: trustedProxies,
+  WEBHOOK_ALLOW_PRIVATE_ADDRESSES: z
+    .enum(['true', 'false', ''])
+    .default('false')
+    .transform((value) => value === 'true'),
 });
 
 /** Requests allowed per window: organisations may set their own token limits (admin settings). */
@@ -117,6 +123,8 @@ export interface Config {
   kurrentDbConnectionString: string | undefined;
   platformDomain: string;
   logLevel: string;
+  /** The level of a successful request's log line, or `off`; failures are logged at info (4xx) and error (5xx) whatever it says. */
+  logRequests: RequestLogging;
   bodyLimit: string;
   readYourWritesTimeoutMs: number;
   shutdownTimeoutMs: number;
@@ -139,6 +147,8 @@ export interface Config {
   rateLimits: RateLimitDefaults;
   /** Express's `trust proxy`: whose X-Forwarded-For is believed for the client's address. */
   trustProxy: string;
+  /** Webhooks may go to private, loopback and link-local addresses (local set-ups and tests); never otherwise. */
+  webhookAllowPrivateAddresses: boolean;
 }
 
 export class ConfigError extends Error {
@@ -171,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     kurrentDbConnectionString: value.KURRENTDB_CONNECTION_STRING,
     platformDomain: value.PLATFORM_DOMAIN,
     logLevel: value.LOG_LEVEL,
+    logRequests: value.LOG_REQUESTS,
     bodyLimit: value.BODY_LIMIT,
     readYourWritesTimeoutMs: value.READ_YOUR_WRITES_TIMEOUT_MS,
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
@@ -197,5 +208,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       failedAuthentications: value.RATE_LIMIT_FAILED_AUTHENTICATIONS,
     },
     trustProxy: value.TRUST_PROXY,
+    webhookAllowPrivateAddresses: value.WEBHOOK_ALLOW_PRIVATE_ADDRESSES,
   };
 }

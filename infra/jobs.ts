@@ -1,7 +1,8 @@
 import type { Job, Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { sql, type Kysely, type Migration } from 'kysely';
-import type { Logger } from './logging.ts';
+import { withLogContext, type Logger } from './logging.ts';
+import { activeTraceContext, activeTraceId, traceJob } from './tracing.ts';
 
 /**
  * Timed and outside work (DESIGN §4). The durable record of due work is the `scheduled_jobs` table in
@@ -32,6 +33,12 @@ export const jobMigrations: Record<string, Migration> = {
       await sql`create index scheduled_jobs_due on scheduled_jobs (due_at) where status = 'pending'`.execute(db);
     },
   },
+  // The W3C trace context of the span that scheduled the job (infra/tracing.ts), null when tracing was off.
+  '0002_scheduled_jobs_trace_context': {
+    async up(db) {
+      await db.schema.alterTable('scheduled_jobs').addColumn('trace_context', 'jsonb').execute();
+    },
+  },
 };
 
 export interface DueJob {
@@ -54,6 +61,8 @@ export async function scheduleJob(db: Kysely<any>, job: DueJob): Promise<void> {
 /** Records several jobs in one statement (a batch that asks for many), each as `scheduleJob` would. */
 export async function scheduleJobs(db: Kysely<any>, jobs: readonly DueJob[]): Promise<void> {
   if (jobs.length === 0) return;
+  // A job continues the trace of the batch that scheduled it (nothing when tracing is off).
+  const traceContext = activeTraceContext();
   await db
     .withSchema('public')
     .insertInto('scheduled_jobs')
@@ -64,6 +73,7 @@ export async function scheduleJobs(db: Kysely<any>, jobs: readonly DueJob[]): Pr
         organisation_id: job.organisationId ?? null,
         payload: JSON.stringify(job.payload),
         due_at: new Date(job.dueAt).toISOString(),
+        ...(traceContext ? { trace_context: JSON.stringify(traceContext) } : {}),
       })),
     )
     .onConflict((oc) => oc.column('id').doNothing())
@@ -96,6 +106,8 @@ export interface JobRunnerOptions {
   now?: () => Date;
   /** BullMQ queue name: one per database, so services on other databases sharing a Redis never take each other's jobs. */
   queueName?: string;
+  /** How long a claim holds a job: a worker that died holding one gives it up after this (tests shorten it). */
+  claimMs?: number;
 }
 
 export interface JobRunner {
@@ -108,34 +120,47 @@ export interface JobRunner {
 interface JobRow {
   id: string;
   kind: string;
+  organisation_id: string | null;
   payload: Record<string, unknown>;
   due_at: Date;
   attempts: number;
+  trace_context: Record<string, unknown> | null;
 }
-
-const CLAIM_MS = 5 * 60_000;
 
 /**
  * Claims one due job (a specific one, or the oldest due) for a while, in one statement, so no transaction
  * stays open while the handler works; a claim that outlives a crashed worker lapses and the job runs again.
  */
-async function claim(db: Kysely<any>, now: Date, id?: string): Promise<JobRow | undefined> {
+async function claim(db: Kysely<any>, now: Date, claimMs: number, id?: string): Promise<JobRow | undefined> {
   const result = await sql<JobRow>`
-    update scheduled_jobs set locked_until = ${new Date(now.getTime() + CLAIM_MS).toISOString()}::timestamptz
+    update scheduled_jobs set locked_until = ${new Date(now.getTime() + claimMs).toISOString()}::timestamptz
     where id = (
       select id from scheduled_jobs
       where status = 'pending' and due_at <= ${now.toISOString()}::timestamptz
         and (locked_until is null or locked_until < ${now.toISOString()}::timestamptz)
         ${id === undefined ? sql`` : sql`and id = ${id}`}
       order by due_at limit 1 for update skip locked)
-    returning id, kind, payload, due_at, attempts`.execute(db);
+    returning id, kind, organisation_id, payload, due_at, attempts, trace_context`.execute(db);
   return result.rows[0];
 }
 
-/** Runs one claimed job and records the outcome; a job whose handler keeps failing ends `failed` with its error. */
-async function execute(db: Kysely<any>, handlers: Record<string, JobHandler>, row: JobRow, options: Required<JobRunnerOptions>, logger: Logger): Promise<void> {
-  const handler = handlers[row.kind];
+/**
+ * Runs one claimed job and records the outcome; a job whose handler keeps failing ends `failed` with its error.
+ * Every line logged meanwhile names the job and its organisation; with tracing on, the run is a span in the
+ * trace that scheduled it.
+ */
+function execute(db: Kysely<any>, handlers: Record<string, JobHandler>, row: JobRow, options: Required<JobRunnerOptions>, logger: Logger): Promise<void> {
   const attempt = row.attempts + 1;
+  const job = { id: row.id, kind: row.kind, attempt, organisationId: row.organisation_id, traceContext: row.trace_context };
+  return traceJob(job, () => {
+    const traceId = activeTraceId();
+    const bindings = { jobId: row.id, kind: row.kind, ...(row.organisation_id ? { organisationId: row.organisation_id } : {}), ...(traceId ? { traceId } : {}) };
+    return withLogContext(bindings, () => run(db, handlers, row, attempt, options, logger));
+  });
+}
+
+async function run(db: Kysely<any>, handlers: Record<string, JobHandler>, row: JobRow, attempt: number, options: Required<JobRunnerOptions>, logger: Logger) {
+  const handler = handlers[row.kind];
   try {
     if (!handler) throw new Error(`no handler for job kind ${row.kind}`);
     await handler(row.payload, { jobId: row.id, attempt });
@@ -167,7 +192,7 @@ async function execute(db: Kysely<any>, handlers: Record<string, JobHandler>, ro
 /** Runs every job due now, one claim at a time; resolves with how many ran. */
 async function runAllDue(db: Kysely<any>, handlers: Record<string, JobHandler>, options: Required<JobRunnerOptions>, logger: Logger): Promise<number> {
   let ran = 0;
-  for (let row = await claim(db, options.now()); row; row = await claim(db, options.now())) {
+  for (let row = await claim(db, options.now(), options.claimMs); row; row = await claim(db, options.now(), options.claimMs)) {
     await execute(db, handlers, row, options, logger);
     ran++;
   }
@@ -181,6 +206,7 @@ function withDefaults(options: JobRunnerOptions): Required<JobRunnerOptions> {
     backoffMs: options.backoffMs ?? 5000,
     now: options.now ?? (() => new Date()),
     queueName: options.queueName ?? 'engage-jobs',
+    claimMs: options.claimMs ?? 5 * 60_000,
   };
 }
 
@@ -237,21 +263,26 @@ export function bullmqJobRunner(
   const horizonMs = 60_000;
 
   async function feed(): Promise<number> {
+    const now = settings.now().toISOString();
+    // Claimed rows wait: their worker finishes them, or dies and its claim lapses, and then they are fed again.
     const due = (await db
       .selectFrom('scheduled_jobs')
-      .select(['id', 'kind', 'due_at', 'attempts'])
+      .select(['id', 'kind', 'due_at', 'attempts', 'locked_until'])
       .where('status', '=', 'pending')
       .where('due_at', '<=', new Date(settings.now().getTime() + horizonMs).toISOString() as any)
+      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now as any)]))
       .orderBy('due_at')
       .limit(1000)
-      .execute()) as Pick<JobRow, 'id' | 'kind' | 'due_at' | 'attempts'>[];
+      .execute()) as (Pick<JobRow, 'id' | 'kind' | 'due_at' | 'attempts'> & { locked_until: Date | null })[];
     if (due.length === 0) return 0;
     const jobs = await queueOf();
     for (const row of due) {
       const delay = Math.max(0, new Date(row.due_at).getTime() - settings.now().getTime());
-      // One BullMQ job per attempt and due time: adding it again is ignored, a retry gets a fresh one.
+      // One BullMQ job per attempt, due time and lapsed claim: adding it again is ignored; a retry, or a job
+      // whose worker died holding it (its BullMQ copy may be spent already), gets a fresh one.
       // (BullMQ refuses ':' in its ids, which ours may contain.)
-      const jobId = `${encodeURIComponent(row.id)}--${row.attempts}--${new Date(row.due_at).getTime()}`;
+      const lapsed = row.locked_until === null ? 0 : new Date(row.locked_until).getTime();
+      const jobId = `${encodeURIComponent(row.id)}--${row.attempts}--${new Date(row.due_at).getTime()}--${lapsed}`;
       await jobs.add(row.kind, { id: row.id }, { jobId, delay, removeOnComplete: 1000, removeOnFail: 1000 });
     }
     return due.length;
@@ -261,7 +292,7 @@ export function bullmqJobRunner(
 
   async function process(job: Job<{ id: string }>): Promise<void> {
     // Claimed by id: a copy delivered twice, or one that runDue already ran, finds nothing to do.
-    const row = await claim(db, settings.now(), job.data.id);
+    const row = await claim(db, settings.now(), settings.claimMs, job.data.id);
     if (row) await execute(db, handlers, row, settings, logger);
   }
 

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { categoryOf, type EventStore, type StreamAppend } from './event-store/port.ts';
+import { trackRouteLabel } from './http/route-label.ts';
 
 /**
  * Prometheus metrics of one service instance, in a registry of its own (never prom-client's global one),
@@ -19,6 +20,7 @@ export interface Metrics {
   jobsRetrying: Gauge<'kind'>;
   jobOldestDueSeconds: Gauge;
   scrapeErrors: Counter<'source'>;
+  ready: Gauge<'check'>;
 }
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
@@ -81,6 +83,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       labelNames: ['source'],
       registers,
     }),
+    ready: new Gauge({
+      name: 'engage_ready',
+      help: 'The readiness checks of /readyz at scrape time, by check (postgres, eventStore, redis, projections): 1 ok, 0 down',
+      labelNames: ['check'],
+      registers,
+    }),
   };
 }
 
@@ -116,10 +124,11 @@ export function httpMetrics(metrics: Metrics): RequestHandler {
         if (value && value.length > mount.length) mount = value;
       },
     });
+    const label = () => pattern ?? (mount ? `${mount}/*` : 'unmatched');
+    trackRouteLabel(req, label);
     res.once('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const label = pattern ?? (mount ? `${mount}/*` : 'unmatched');
-      metrics.httpRequestDuration.observe({ method: req.method, route: label, status: String(res.statusCode) }, seconds);
+      metrics.httpRequestDuration.observe({ method: req.method, route: label(), status: String(res.statusCode) }, seconds);
     });
     next();
   };

@@ -1,9 +1,8 @@
 import { sql, type ColumnType, type Kysely, type Selectable } from 'kysely';
-import { isStreakMilestone, leaderboardCommunity, placings, type Achievement, type AchievementType } from '../domain/achievements.ts';
+import { achievementId, isStreakMilestone, leaderboardCommunity, placings, type Achievement, type AchievementType } from '../domain/achievements.ts';
 import type { CustomEventEvent } from '../domain/custom-event.ts';
 import type { EngagementEvent, FrozenStanding, LeaderboardWindowEvent } from '../domain/engagement-events.ts';
 import type { LeaderboardEvent, RankReward } from '../domain/leaderboard.ts';
-import { idFrom } from '../infra/ids.ts';
 import { defineProjection, type Recorded } from './projection.ts';
 import { unnestRows } from './unnest.ts';
 import type { Timestamp } from './columns.ts';
@@ -188,7 +187,7 @@ export const achievementsProjection = defineProjection<AchievementTables, Achiev
         case 'ChallengeCompleted':
         case 'StreakExtended': {
           const fact = event.data;
-          const who = { id: idFrom(`achievement:${event.id}`), organisationId: fact.organisationId, userId: fact.userId, communityId: fact.communityId };
+          const who = { id: achievementId(event.id), organisationId: fact.organisationId, userId: fact.userId, communityId: fact.communityId };
           if (event.type === 'ChallengeCompleted') {
             earned.push({ ...who, earnedAt: fact.occurredAt, type: 'challenge-completed', challengeId: event.data.challengeId, run: event.data.run });
           } else if (isStreakMilestone(event.data.currentStreak)) {
@@ -299,7 +298,7 @@ function placed(event: Recorded<LeaderboardWindowEvent>, placing: PendingPlacing
     if (!communityId) return [];
     return [
       {
-        id: idFrom(`achievement:${event.id}:${standing.userId}`),
+        id: achievementId(event.id, standing.userId),
         organisationId: closed.organisationId,
         userId: standing.userId,
         communityId,

@@ -21,6 +21,8 @@ import { challengeStepAnalyticsProjection } from './challenge-step-analytics.ts'
 import { rewardAssetsProjection } from './reward-assets.ts';
 import { rewardEntriesProjection } from './reward-entries.ts';
 import { achievementsProjection } from './achievements.ts';
+import { webhooksProjection } from './webhooks.ts';
+import { webhookDeliveries } from '../process-managers/webhook-deliveries.ts';
 
 /** Every read model the service keeps. */
 export const projections: readonly Consumer[] = [
@@ -46,4 +48,6 @@ export const projections: readonly Consumer[] = [
   rewardAssetsProjection,
   rewardEntriesProjection,
   achievementsProjection,
+  webhooksProjection,
+  webhookDeliveries,
 ];

@@ -31,6 +31,7 @@ export function achievementQueries(ctx: ServiceContext, integration: ApiDescript
     {
       method: 'get',
       path: '/achievements',
+      operationId: 'listMyAchievements',
       tag: 'Achievements',
       summary: 'The signed-in user’s achievements, newest first',
       description: [

@@ -44,6 +44,7 @@ export function challengeStepAnalyticsQueries(ctx: ServiceContext, analytics: Ap
     {
       method: 'get',
       path: '/challenges/stats/action-steps',
+      operationId: 'getChallengeStepStats',
       tag: 'Challenges',
       summary: "A challenge's steps in order, with attempts, criteria, completions and the funnel's rates",
       description: [

@@ -33,6 +33,7 @@ export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Ro
     {
       method: 'get',
       path: '/challenges',
+      operationId: 'listChallenges',
       tag: 'Challenges',
       summary: "List the organisation's challenges, newest first",
       query: pagination,
@@ -60,6 +61,7 @@ export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Ro
     {
       method: 'get',
       path: '/challenges/:challengeId',
+      operationId: 'getChallenge',
       tag: 'Challenges',
       summary: 'Read one challenge, with its actions in order',
       headers: [minPositionHeader],

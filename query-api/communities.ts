@@ -24,6 +24,7 @@ export function communityQueries(ctx: ServiceContext, admin: ApiDescription): Ro
     {
       method: 'get',
       path: '/communities',
+      operationId: 'listCommunities',
       tag: 'Communities',
       summary: "List the organisation's communities, newest first",
       query: pagination,
@@ -45,6 +46,7 @@ export function communityQueries(ctx: ServiceContext, admin: ApiDescription): Ro
     {
       method: 'get',
       path: '/communities/:communityId',
+      operationId: 'getCommunity',
       tag: 'Communities',
       summary: 'Read one community',
       headers: [minPositionHeader],
@@ -69,6 +71,7 @@ export function communityQueries(ctx: ServiceContext, admin: ApiDescription): Ro
     {
       method: 'get',
       path: '/variable-configs',
+      operationId: 'listVariableConfigs',
       tag: 'Variable configs',
       summary: "List the organisation's variable configs, newest first",
       query: pagination,

@@ -28,6 +28,7 @@ export function eventQueries(ctx: ServiceContext, integration: ApiDescription): 
     {
       method: 'get',
       path: '/events',
+      operationId: 'listCustomEvents',
       tag: 'Events',
       summary: "The organisation's logged custom events, newest first",
       description: [

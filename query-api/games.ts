@@ -20,6 +20,7 @@ export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router 
     {
       method: 'get',
       path: '/games/:gameConfigId',
+      operationId: 'getGame',
       tag: 'Games',
       summary: 'Read one game config with its prizes',
       headers: [minPositionHeader],

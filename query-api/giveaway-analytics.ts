@@ -45,6 +45,7 @@ export function giveawayAnalyticsQueries(ctx: ServiceContext, analytics: ApiDesc
     {
       method: 'get',
       path: '/rewards/stats/giveaways/overview',
+      operationId: 'getGiveawaysOverview',
       tag: 'Giveaways',
       summary: 'Giveaway analytics: summary, entries by source, participation funnel, daily time series, popular giveaways',
       description: [

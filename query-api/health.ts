@@ -24,39 +24,51 @@ export function healthRoutes(ctx: ServiceContext, redis: Redis | null, metrics?:
     res.json({ status: 'ok' });
   });
   router.get('/readyz', async (_req, res) => {
-    const checks: Record<string, () => Promise<unknown>> = {
-      postgres: () => sql`select 1`.execute(ctx.database.db),
-      eventStore: () => ctx.store.head(),
-      ...(redis ? { redis: () => (redis.status === 'ready' ? redis.ping() : Promise.reject(new Error(`not connected (${redis.status})`))) } : {}),
-      ...(ctx.config.readyMaxLagSeconds > 0 ? { projections: () => projectionsWithinLag(ctx.database.db, ctx.store, ctx.config.readyMaxLagSeconds) } : {}),
-    };
-    const results = await Promise.all(
-      Object.entries(checks).map(
-        async ([name, check]) =>
-          [
-            name,
-            await settleWithin(check(), ctx.config.readyCheckTimeoutMs, () => new Error(`no answer within ${ctx.config.readyCheckTimeoutMs} ms`)).then(
-              () => 'ok',
-              (error: Error) => `down: ${error.message}`,
-            ),
-          ] as const,
-      ),
-    );
+    const results = await readiness(ctx, redis);
     const ready = results.every(([, result]) => result === 'ok');
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks: Object.fromEntries(results) });
   });
   if (metrics) {
     router.get('/metrics', async (_req, res) => {
-      await collectGauges(metrics, ctx.database.db, ctx.store, ctx.clock.now(), ctx.logger);
+      await Promise.all([
+        collectGauges(metrics, ctx.database.db, ctx.store, ctx.clock.now(), ctx.logger),
+        // The same checks as /readyz, so an alert can tell a process that is up but not ready.
+        readiness(ctx, redis).then((results) => {
+          metrics.ready.reset();
+          for (const [check, result] of results) metrics.ready.set({ check }, result === 'ok' ? 1 : 0);
+        }),
+      ]);
       res.set('content-type', metrics.registry.contentType).send(await metrics.registry.metrics());
     });
   }
   return router;
 }
 
+/** Each readiness check by name: `ok`, or `down: <why>`; each answers within READY_CHECK_TIMEOUT_MS or counts as down. */
+async function readiness(ctx: ServiceContext, redis: Redis | null): Promise<(readonly [string, string])[]> {
+  const checks: Record<string, () => Promise<unknown>> = {
+    postgres: () => sql`select 1`.execute(ctx.database.db),
+    eventStore: () => ctx.store.head(),
+    ...(redis ? { redis: () => (redis.status === 'ready' ? redis.ping() : Promise.reject(new Error(`not connected (${redis.status})`))) } : {}),
+    ...(ctx.config.readyMaxLagSeconds > 0 ? { projections: () => projectionsWithinLag(ctx.database.db, ctx.store, ctx.config.readyMaxLagSeconds) } : {}),
+  };
+  return Promise.all(
+    Object.entries(checks).map(
+      async ([name, check]) =>
+        [
+          name,
+          await settleWithin(check(), ctx.config.readyCheckTimeoutMs, () => new Error(`no answer within ${ctx.config.readyCheckTimeoutMs} ms`)).then(
+            () => 'ok',
+            (error: Error) => `down: ${error.message}`,
+          ),
+        ] as const,
+    ),
+  );
+}
+
 /** The HTTP app of the roles that serve no API (projectors, worker): health, readiness and metrics only. */
 export function operationsApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics): Express {
-  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics);
+  const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics, ctx.config.logRequests);
   app.use(healthRoutes(ctx, redis, metrics));
   app.use(unknownRoute);
   app.use(errorHandler);

@@ -78,6 +78,7 @@ export function standingsQueries(ctx: ServiceContext, integration: ApiDescriptio
     {
       method: 'get',
       path: '/leaderboards/:leaderboardId/standings',
+      operationId: 'getLeaderboardStandings',
       tag: 'Leaderboards',
       summary: 'A leaderboard’s standings in one window, ranked',
       description: [

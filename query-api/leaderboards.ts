@@ -23,6 +23,7 @@ export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): 
     {
       method: 'get',
       path: '/leaderboards',
+      operationId: 'listLeaderboards',
       tag: 'Leaderboards',
       summary: "List the organisation's leaderboard configs, newest first",
       query: pagination,
@@ -44,6 +45,7 @@ export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): 
     {
       method: 'get',
       path: '/leaderboards/:leaderboardConfigId',
+      operationId: 'getLeaderboard',
       tag: 'Leaderboards',
       summary: 'Read one leaderboard config',
       headers: [minPositionHeader],
@@ -68,6 +70,7 @@ export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): 
     {
       method: 'get',
       path: '/leaderboards/:leaderboardConfigId/distribution',
+      operationId: 'getLeaderboardDistribution',
       tag: 'Leaderboards',
       summary: 'Read the rewards a leaderboard gives per rank range',
       description: 'The same shape as the answer of the POST: rank ranges by startRank, each allocation with `distributed` and `isLive`.',

@@ -29,6 +29,7 @@ export function meQueries(ctx: ServiceContext, integration: ApiDescription): Rou
     {
       method: 'get',
       path: '/me',
+      operationId: 'getMe',
       tag: 'Me',
       summary: 'The signed-in user’s team member record',
       headers: [userTokenHeader, minPositionHeader],

@@ -53,6 +53,7 @@ export function rewardEntryQueries(ctx: ServiceContext, integration: ApiDescript
     {
       method: 'get',
       path: '/me/reward-entries',
+      operationId: 'listMyRewardEntries',
       tag: 'Rewards',
       summary: 'The signed-in user’s entries into reward draws (giveaways), newest first',
       description: [
@@ -111,6 +112,7 @@ export function rewardEntryQueries(ctx: ServiceContext, integration: ApiDescript
     {
       method: 'get',
       path: '/me/reward-assets',
+      operationId: 'listMyRewardAssets',
       tag: 'Rewards',
       summary: 'The signed-in user’s reward assets, newest first',
       description:

@@ -27,6 +27,7 @@ export function rewardQueries(ctx: ServiceContext, admin: ApiDescription): Route
     {
       method: 'get',
       path: '/rewards',
+      operationId: 'listRewards',
       tag: 'Rewards',
       summary: "List the organisation's rewards, newest first",
       query: listRewardsQuery,
@@ -51,6 +52,7 @@ export function rewardQueries(ctx: ServiceContext, admin: ApiDescription): Route
     {
       method: 'get',
       path: '/rewards/:rewardId',
+      operationId: 'getReward',
       tag: 'Rewards',
       summary: 'Read one reward',
       headers: [minPositionHeader],
@@ -70,6 +72,7 @@ export function rewardQueries(ctx: ServiceContext, admin: ApiDescription): Route
     {
       method: 'get',
       path: '/rewards/:rewardId/allocations',
+      operationId: 'listRewardAllocations',
       tag: 'Rewards',
       summary: "List a reward's allocations, newest first",
       description:

@@ -42,6 +42,7 @@ export function organisationQueries(ctx: ServiceContext, admin: ApiDescription):
     {
       method: 'get',
       path: '/settings',
+      operationId: 'getSettings',
       tag: 'Organisation',
       summary: 'Read the organisation’s settings',
       headers: [minPositionHeader],
@@ -58,6 +59,7 @@ export function organisationQueries(ctx: ServiceContext, admin: ApiDescription):
     {
       method: 'get',
       path: '/domains',
+      operationId: 'listDomains',
       tag: 'Domains',
       summary: 'List every domain of the organisation, the standard one first, then by registration',
       description: 'Not paginated (an organisation has a handful of domains); the shape is the usual `{totalCount, edges}`.',

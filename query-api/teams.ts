@@ -22,6 +22,7 @@ export function teamQueries(ctx: ServiceContext, admin: ApiDescription): Router 
     {
       method: 'get',
       path: '/teams',
+      operationId: 'listTeamMembers',
       tag: 'Users',
       summary: "List the organisation's team members, newest first",
       description:

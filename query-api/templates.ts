@@ -27,6 +27,7 @@ export function templateQueries(ctx: ServiceContext, admin: ApiDescription): Rou
     {
       method: 'get',
       path: '/templates/challenges',
+      operationId: 'listChallengeTemplates',
       tag: 'Challenges',
       summary: 'List the challenge templates available to the organisation, newest first',
       description:

@@ -30,6 +30,7 @@ export function userQueries(ctx: ServiceContext, admin: ApiDescription): Router 
     {
       method: 'get',
       path: '/users',
+      operationId: 'listUsers',
       tag: 'Users',
       summary: "List the organisation's users (team member records), newest first; or find one by externalUserId",
       query: listUsersQuery,
@@ -49,6 +50,7 @@ export function userQueries(ctx: ServiceContext, admin: ApiDescription): Router 
     {
       method: 'get',
       path: '/users/:userId',
+      operationId: 'getUser',
       tag: 'Users',
       summary: 'Read one user as a team member record',
       headers: [minPositionHeader],

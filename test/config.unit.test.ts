@@ -45,6 +45,12 @@ describe('configuration', () => {
     }
   });
 
+  it('sends webhooks to public addresses only, unless the operator allows private ones', () => {
+    expect(loadConfig({}).webhookAllowPrivateAddresses).toBe(false);
+    expect(loadConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: 'true' }).webhookAllowPrivateAddresses).toBe(true);
+    expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: 'yes' })).toThrow(/WEBHOOK_ALLOW_PRIVATE_ADDRESSES:/);
+  });
+
   it('needs a KurrentDB connection string to use KurrentDB', () => {
     expect(() => loadConfig({ EVENT_STORE: 'kurrentdb' })).toThrow(/KURRENTDB_CONNECTION_STRING/);
   });

@@ -222,7 +222,7 @@ describe('projector runtime', () => {
     expect(rows.every((row) => row.applied === 1)).toBe(true);
   });
 
-  it('builds without the WAL, starts again from the start of the log when a server crash wiped the build, and swaps in logged tables', async () => {
+  it('builds without the WAL or readers\' indexes, starts again from the start of the log when a server crash wiped the build, and swaps in logged tables', async () => {
     const db = test.database.db;
     await appendTally(store, 10, 5);
     const building = await startRebuild(db, tallyProjection);
@@ -233,10 +233,17 @@ describe('projector runtime', () => {
           select c.relname as name, c.relpersistence as persistence from pg_class c join pg_namespace n on n.oid = c.relnamespace
           where n.nspname = ${schema} and c.relkind = 'r' and c.relname not like 'kysely%' order by c.relname`.execute(db)
       ).rows;
+    const indexes = async () =>
+      (await sql<{ name: string }>`select indexname as name from pg_indexes where schemaname = ${schema} and tablename = 'tally' order by indexname`.execute(db)).rows.map(
+        (row) => row.name,
+      );
     expect(await persistence()).toEqual([
+      { name: 'deferred_indexes', persistence: 'p' },
       { name: 'tally', persistence: 'u' },
       { name: 'unlogged_build_marker', persistence: 'u' },
     ]);
+    // The readers' index waits for the swap; the primary key (upserts need it) stays.
+    expect(await indexes()).toEqual(['tally_pkey']);
 
     await rebuildOneBatch(test, store, building.generation);
     // What crash recovery does to unlogged tables: they come back empty; the checkpoint, logged, does not move.
@@ -260,6 +267,7 @@ describe('projector runtime', () => {
     expect(rows.map((row) => row.event_id)).toEqual(counted.map((event) => event.id).sort());
     expect(rows.every((row) => row.applied === 1)).toBe(true);
     expect(await persistence()).toEqual([{ name: 'tally', persistence: 'p' }]);
+    expect(await indexes()).toEqual(['tally_by_stream', 'tally_pkey']);
   });
 });
 

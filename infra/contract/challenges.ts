@@ -12,7 +12,7 @@ import {
   type Problem,
 } from '../../domain/challenge.ts';
 import { newId } from '../ids.ts';
-import { dateTime, hexId } from './common.ts';
+import { dateTime, hexId, whenValid } from './common.ts';
 import { distributionWithIds, refineUniqueAllocationIds } from './distribution-assignment.ts';
 import { freshDistributionView } from '../../domain/distribution-entry.ts';
 import { fromLocalised } from '../../domain/localised-details.ts';
@@ -41,7 +41,7 @@ export const criterionSchema = z
   .superRefine((criterion, ctx) => {
     const problem = criterionProblem(criterion);
     if (problem) addProblems(ctx, [problem]);
-  })
+  }, whenValid)
   .meta({ id: 'ActionCriterion' });
 
 const actionFields = {
@@ -136,7 +136,7 @@ export const createChallengeBody = z
       ...rewardDistributionProblems(body.rewardDistribution),
       ...videoConfigProblems(body.videoConfig),
     ]);
-  })
+  }, whenValid)
   .meta({ id: 'CreateChallenge' });
 
 export const updateChallengeBody = z
@@ -166,7 +166,7 @@ export const updateChallengeBody = z
       ...(body.rewardDistribution ? rewardDistributionProblems(body.rewardDistribution) : []),
       ...(body.videoConfig ? videoConfigProblems(body.videoConfig) : []),
     ]);
-  })
+  }, whenValid)
   .meta({
     id: 'UpdateChallenge',
     description:
@@ -281,7 +281,7 @@ export const challengeTemplateSchema = z
   .meta({ id: 'ChallengeTemplate' });
 
 export const actionDistributionBody = distributionWithIds
-  .superRefine((entry, ctx) => refineUniqueAllocationIds([entry], ctx, (_i, j) => ['rewardsConfig', 'allocations', j, 'id']))
+  .superRefine((entry, ctx) => refineUniqueAllocationIds([entry], ctx, (_i, j) => ['rewardsConfig', 'allocations', j, 'id']), whenValid)
   .meta({ id: 'AssignActionDistribution', description: "Replaces the action's distribution" });
 
 export type ChallengeView = z.infer<typeof challengeSchema>;

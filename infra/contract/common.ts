@@ -10,6 +10,12 @@ export const hexId = z.string().length(24, { error: notAnId, abort: true }).rege
  * The dates the service accepts, in requests and filters: PostgreSQL, the time zone arithmetic and the
  * windows of a leaderboard all work on these, and none of the programmes it runs reaches outside them.
  */
+/**
+ * For a refinement that relates several fields: it runs only once every field is valid (by default zod
+ * runs it after some failed checks too, and it would meet a field still in its raw, untransformed shape).
+ */
+export const whenValid = { when: (payload: { issues: readonly unknown[] }) => payload.issues.length === 0 };
+
 export const EARLIEST_DATE = '1900-01-01';
 export const LATEST_DATE = '2999-12-31';
 const FIRST_INSTANT = Date.parse(`${EARLIEST_DATE}T00:00:00Z`);

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { EVENT_NAME_MAX_LENGTH, PAYLOAD_KEY_MAX_LENGTH, PAYLOAD_MAX_DEPTH, PAYLOAD_MAX_KEYS, payloadProblems } from '../../domain/custom-event.ts';
 import { LINK_MAX_EXPIRY_SECONDS } from '../../domain/custom-event-link.ts';
-import { hexId } from './common.ts';
+import { hexId, whenValid } from './common.ts';
 
 const eventName = z.string().trim().min(1).max(EVENT_NAME_MAX_LENGTH).describe('name of the custom event (trimmed); actions match it by key');
 
@@ -9,7 +9,7 @@ const payload = z
   .record(z.string().max(PAYLOAD_KEY_MAX_LENGTH), z.unknown())
   .superRefine((value, ctx) => {
     for (const message of payloadProblems(value)) ctx.addIssue({ code: 'custom', message });
-  })
+  }, whenValid)
   .describe(
     `any JSON key/value pairs stored with the event: at most ${PAYLOAD_MAX_KEYS} keys (and items) per object (array), keys of 1 to ${PAYLOAD_KEY_MAX_LENGTH} characters, nested at most ${PAYLOAD_MAX_DEPTH} levels deep`,
   );

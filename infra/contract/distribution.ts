@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { hexId } from './common.ts';
 
+/** The largest supply (and amount per hand-out) an allocation may have: the read models count units in 32-bit integers. */
+export const MAX_ALLOCATION_UNITS = 1_000_000_000;
+
 /**
  * The distribution structures shared by games, actions and leaderboards. The contract leaves open which
  * request fields are required; here: amounts default to 0, an allocation needs its reward and a supply,
@@ -12,8 +15,8 @@ export const allocationInput = z
   .strictObject({
     id: hexId.optional().describe('generated when absent'),
     rewardId: hexId,
-    supply: z.number().int().min(0).describe('how many can ever be distributed'),
-    amountToDistribute: z.number().int().min(1).default(1).describe('given per distribution'),
+    supply: z.number().int().min(0).max(MAX_ALLOCATION_UNITS).describe('how many can ever be distributed'),
+    amountToDistribute: z.number().int().min(1).max(MAX_ALLOCATION_UNITS).default(1).describe('given per distribution'),
   })
   .meta({ id: 'AllocationInput' });
 
@@ -34,7 +37,7 @@ export const distributionInput = z
     bonusXpToDistribute: z.number().min(0).default(0),
     rewardsConfig: z
       .strictObject({
-        amountToDistribute: z.number().int().min(0).default(0),
+        amountToDistribute: z.number().int().min(0).max(MAX_ALLOCATION_UNITS).default(0),
         allocations: z.array(allocationInput).max(100).default([]),
       })
       .default({ amountToDistribute: 0, allocations: [] }),

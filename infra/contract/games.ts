@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { freshDistributionView } from '../../domain/distribution-entry.ts';
 import { GAME_TYPE_PATTERN, type GameDistribution, type GameRecord } from '../../domain/game.ts';
 import { fromLocalised } from '../../domain/localised-details.ts';
-import { hexId } from './common.ts';
+import { hexId, whenValid } from './common.ts';
 import { distributionWithIds, refineUniqueAllocationIds } from './distribution-assignment.ts';
 import { distributionOutput } from './distribution.ts';
 import { localisedDetailsInput, localisedDetailsSchema } from './localised-details.ts';
@@ -24,7 +24,7 @@ export const gameDistributionBody = z
   .strictObject({
     distributions: z.array(distributionWithIds).min(1).max(100).describe("replaces the game's whole set of prizes; each gets a new id"),
   })
-  .superRefine((body, ctx) => refineUniqueAllocationIds(body.distributions, ctx, (i, j) => ['distributions', i, 'rewardsConfig', 'allocations', j, 'id']))
+  .superRefine((body, ctx) => refineUniqueAllocationIds(body.distributions, ctx, (i, j) => ['distributions', i, 'rewardsConfig', 'allocations', j, 'id']), whenValid)
   .meta({ id: 'AssignGameDistributions' });
 
 export const gameDistributionSchema = distributionOutput.extend({ id: hexId }).meta({ id: 'GameDistribution' });

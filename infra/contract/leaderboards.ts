@@ -8,7 +8,7 @@ import {
   distributionProblems,
   metricFitsPeriod,
 } from '../../domain/leaderboard.ts';
-import { dateTime, hexId } from './common.ts';
+import { dateTime, hexId, whenValid } from './common.ts';
 import { distributionInput, distributionOutput } from './distribution.ts';
 
 export const conditionSchema = z
@@ -45,7 +45,7 @@ export const createLeaderboardBody = z
     if (body.expiresAt && Date.parse(body.expiresAt) <= Date.parse(body.startsAt)) {
       ctx.addIssue({ code: 'custom', path: ['expiresAt'], message: 'must be after startsAt' });
     }
-  })
+  }, whenValid)
   .meta({
     id: 'CreateLeaderboard',
     description: 'A metric that cannot vary within its period (consistent-weeks with daily or weekly, qualifying-active-days with daily) is rejected with 400.',
@@ -104,7 +104,7 @@ export const assignLeaderboardRewardsBody = z
   .strictObject({ rewards: z.array(rankDistributionInput).max(100) })
   .superRefine((body, ctx) => {
     for (const problem of distributionProblems(body.rewards)) ctx.addIssue({ code: 'custom', path: problem.path, message: problem.message });
-  })
+  }, whenValid)
   .meta({
     id: 'AssignLeaderboardRewards',
     description:

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { LANGUAGE_PATTERN, toLocalised } from '../../domain/localised-details.ts';
+import { whenValid } from './common.ts';
 
 /** An image is an http(s) URL, or '' for none. */
 const imageUrl = z.union([z.literal(''), z.url({ protocol: /^https?$/, error: 'must be an http(s) URL or empty' }).max(2048)]).default('');
@@ -29,7 +30,7 @@ export const localisedDetailsInput = z
     lower.forEach((language, i) => {
       if (lower.indexOf(language) !== i) ctx.addIssue({ code: 'custom', path: [languages[i]!], message: 'this language is given twice' });
     });
-  })
+  }, whenValid)
   .transform(toLocalised)
   .meta({ id: 'LocalisedDetailsInput' });
 

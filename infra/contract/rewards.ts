@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { NO_REDEEMABLE, REWARD_KINDS } from '../../domain/reward.ts';
 import { pagination } from '../http/pagination.ts';
-import { dateTime, hexId } from './common.ts';
+import { dateTime, hexId, whenValid } from './common.ts';
+import { MAX_ALLOCATION_UNITS } from './distribution.ts';
 import { localisedDetailsInput, localisedDetailsSchema } from './localised-details.ts';
 
 /** Ids are stored lower-case, so a filter or a join matches however the client spelled them. */
@@ -75,7 +76,7 @@ const createAssetReward = z.strictObject({
         if (seen.has(code)) ctx.addIssue({ code: 'custom', path: [index], message: 'duplicate code' });
         seen.add(code);
       });
-    })
+    }, whenValid)
     .nullable()
     .default(null)
     .describe('unique codes, one per asset handed out; allocations may not supply more assets than there are codes'),
@@ -110,8 +111,8 @@ export const listRewardsQuery = pagination.extend({
 
 export const createAllocationBody = z
   .strictObject({
-    supply: z.number().int().min(0).max(1_000_000_000).describe('how many units can ever be distributed'),
-    amountToDistribute: z.number().int().min(1).max(1_000_000_000).default(1).describe('units given per distribution'),
+    supply: z.number().int().min(0).max(MAX_ALLOCATION_UNITS).describe('how many units can ever be distributed'),
+    amountToDistribute: z.number().int().min(1).max(MAX_ALLOCATION_UNITS).default(1).describe('units given per distribution'),
   })
   .meta({ id: 'CreateRewardAllocation' });
 

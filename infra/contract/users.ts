@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { pagination } from '../http/pagination.ts';
-import { hexId } from './common.ts';
+import { hexId, whenValid } from './common.ts';
 import { languageCode } from './communities.ts';
 
 const text = (max: number) => z.string().trim().min(1).max(max);
@@ -156,7 +156,7 @@ export const setUserVariablesBody = z
           if (seen.has(id)) ctx.addIssue({ code: 'custom', path: [index, 'variableConfigId'], message: 'given more than once' });
           seen.add(id);
         });
-      }),
+      }, whenValid),
   })
   .strict()
   .meta({ id: 'SetUserVariables', description: "The user's variables become exactly these; an empty list clears them." });

@@ -13,10 +13,14 @@ export interface Operation {
   method: 'get' | 'post' | 'patch' | 'put' | 'delete';
   /** Express-style path relative to the family, e.g. `/leaderboards/:leaderboardConfigId`. */
   path: string;
+  /** Stable and readable (`createLeaderboard`): what generated clients name the call. */
+  operationId?: string;
   summary: string;
   description?: string;
   tag: string;
   body?: z.ZodType;
+  /** A request body as a client would send it, shown in the document (and checked against `body` by the linter). */
+  example?: unknown;
   query?: z.ZodType;
   headers?: { name: string; description: string; required?: boolean }[];
   responses: Record<number, { description: string; schema?: z.ZodType }>;
@@ -41,7 +45,7 @@ const errorDescriptions: Record<number, string> = {
   401: 'Missing, unknown, revoked or wrong-domain token (`UNAUTHORIZED`)',
   403: 'The token lacks this API family (`FORBIDDEN`)',
   404: 'Not found (`NOT_FOUND`)',
-  409: 'Conflict with the current state or a concurrent write (`CONFLICT`)',
+  409: 'Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`)',
   413: 'Body too large (`PAYLOAD_TOO_LARGE`)',
   415: 'A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`)',
   429: 'Rate limit spent for this API token, user or address (`TOO_MANY_REQUESTS`, with `Retry-After` and `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, `RateLimit-Policy`, which every answer carries)',
@@ -96,7 +100,11 @@ export class ApiDescription {
           ...(response.schema ? { content: { 'application/json': { schema: toSchema(response.schema, 'output') } } } : {}),
         };
       }
-      for (const status of [400, 401, 403, ...(op.method === 'get' ? [404] : []), ...(op.body ? [413, 415] : []), 429, 500]) {
+      // What any such operation may answer: a path id names nothing (404), an Idempotency-Key already used
+      // for another request (409).
+      const idempotent = (op.headers ?? []).some((header) => header.name.toLowerCase() === 'idempotency-key');
+      const generic = [400, 401, 403, ...(op.method === 'get' || op.path.includes(':') ? [404] : []), ...(idempotent ? [409] : []), ...(op.body ? [413, 415] : []), 429, 500];
+      for (const status of generic) {
         responses[String(status)] ??= {
           description: errorDescriptions[status],
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -104,19 +112,45 @@ export class ApiDescription {
       }
       paths[path] ??= {};
       paths[path][op.method] = {
+        operationId: op.operationId ?? derivedOperationId(op),
         summary: op.summary,
         ...(op.description ? { description: op.description } : {}),
         tags: [op.tag],
         parameters,
-        ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: toSchema(op.body, 'input') } } } } : {}),
+        ...(op.body
+          ? {
+              requestBody: {
+                required: true,
+                content: { 'application/json': { schema: toSchema(op.body, 'input'), ...(op.example === undefined ? {} : { example: op.example }) } },
+              },
+            }
+          : {}),
         responses,
       };
     }
-    schemas.Error = toSchema(errorBodySchema, 'output');
+    // Registers the named `Error` schema among the components (its own JSON is a reference to itself).
+    toSchema(errorBodySchema, 'output');
     return {
       openapi: '3.1.0',
-      info: { title: this.title, version: '1.0.0', description: `${this.description}\n\n**Input.** ${TEXT_RULES} ${LIMITS}` },
-      servers: [{ url: `/api/v2/${this.family}`, description: "The organisation's domain; the Host header picks the organisation" }],
+      info: {
+        title: this.title,
+        version: '1.0.0',
+        description: `${this.description}\n\n**Input.** ${TEXT_RULES} ${LIMITS}`,
+        license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
+      },
+      // The organisation is the one that owns the domain a request is sent to.
+      servers: [
+        {
+          url: `https://{organisationDomain}/api/v2/${this.family}`,
+          description: "The organisation's domain: its standard subdomain, a custom subdomain or a white-label domain",
+          variables: { organisationDomain: { default: 'acme.engage.example.com', description: "your organisation's domain" } },
+        },
+        {
+          url: `http://{slug}.localhost:3000/api/v2/${this.family}`,
+          description: 'A local embedded server (the quick start)',
+          variables: { slug: { default: 'acme', description: "the organisation's slug" } },
+        },
+      ],
       // The integration family identifies the end user too, with a user token issued through the admin API.
       security: [this.family === 'integration' ? { apiToken: [], userToken: [] } : { apiToken: [] }],
       paths,
@@ -172,6 +206,12 @@ function queryParameters(query: z.ZodType | undefined, toSchema: (schema: z.ZodT
     ...(schema.description ? { description: schema.description } : {}),
     schema,
   }));
+}
+
+/** For an operation declared without an id: its method and path, camel-cased (`post /events/custom` → `postEventsCustom`). */
+function derivedOperationId(op: Operation): string {
+  const words = `${op.method} ${op.path}`.split(/[^A-Za-z0-9]+/).filter(Boolean);
+  return words.map((word, index) => (index === 0 ? word.toLowerCase() : word[0]!.toUpperCase() + word.slice(1))).join('');
 }
 
 function swaggerUiDirectory(): string {

@@ -10,6 +10,7 @@ import type {
 } from '../../domain/engagement-events.ts';
 import type { NewEvent, StreamAppend } from '../../infra/event-store/port.ts';
 import { idFrom, uuidFrom } from '../../infra/ids.ts';
+import { continuedTrace } from '../../infra/tracing.ts';
 import type { BatchContext, Recorded } from '../process-manager.ts';
 import { pairKey, recordHandOuts, type AllocationRow, type EngineDb, type EngineRewardEntryRow, type RewardTerms } from './state.ts';
 
@@ -48,7 +49,15 @@ export class OutcomeAppends {
       id: uuidFrom(`engine:${cause.id}:${streamName}:${index}`),
       type: event.type,
       data: event.data,
-      metadata: { organisationId, actor: 'engine', causationId: cause.id, correlationId: cause.metadata.correlationId ?? cause.id, occurredAt },
+      metadata: {
+        organisationId,
+        actor: 'engine',
+        causationId: cause.id,
+        correlationId: cause.metadata.correlationId ?? cause.id,
+        occurredAt,
+        // With tracing on, each cause's facts continue its own trace, even in a batch that serves several.
+        ...continuedTrace(cause.metadata),
+      },
     });
     if (facts.length > 0) {
       this.appends.push({

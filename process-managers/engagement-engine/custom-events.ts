@@ -63,10 +63,10 @@ export async function engageCustomEvents(db: EngineDb, causes: readonly LoggedEv
             return state ? [[c.challengeId, state] as const] : [];
           }),
         ),
-        allocations,
+        allocations: new Map([...allocations].filter(([id]) => rows.get(id)?.organisation_id === event.organisationId)),
         streak,
       });
-      allocations = decided.allocations;
+      allocations = new Map([...allocations, ...decided.allocations]);
       streak = decided.streak;
       for (const [challengeId, state] of decided.progress) {
         const key = pairKey(event.userId, challengeId);

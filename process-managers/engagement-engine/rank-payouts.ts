@@ -3,7 +3,7 @@ import type { AllocationDistributedEvent, EngagementEvent, LeaderboardWindowEven
 import type { RankDistribution } from '../../domain/leaderboard.ts';
 import type { BatchContext, Recorded } from '../process-manager.ts';
 import { OutcomeAppends } from './appends.ts';
-import { lastActiveCommunities, loadAllocations, loadLeaderboard, supplies, type EngineDb } from './state.ts';
+import { lastActiveCommunities, loadAllocations, loadLeaderboard, ownedBy, supplies, type EngineDb } from './state.ts';
 
 /** The stream a leaderboard window's frozen standings go to: one per (leaderboard, window), so it closes once. */
 export function leaderboardWindowStream(leaderboardId: string, windowStart: string): string {
@@ -23,7 +23,7 @@ export async function payRankRewards(db: EngineDb, cause: Recorded<LeaderboardWi
     db,
     tiers.flatMap((tier) => tier.rewardsConfig.allocations.map((a) => a.id)),
   );
-  const allocations = supplies(rows);
+  const allocations = supplies(ownedBy(rows, closed.organisationId));
   const rewarded = (tier: RankDistribution) => closed.standings.filter((s) => s.rank >= tier.startRank && s.rank <= tier.endRank);
   const userIds = tiers.flatMap((tier) => rewarded(tier).map((standing) => standing.userId));
   const leaderboardCommunity = leaderboard.communityId;

@@ -258,6 +258,15 @@ export async function loadAllocations(db: EngineDb, ids: string[]): Promise<Map<
   return new Map(rows.map((row) => [row.id, row]));
 }
 
+/**
+ * The allocations of one organisation's rewards: allocation ids are chosen by clients, so a distribution
+ * of one organisation may name an id another's distribution named first (whose reward the row keeps).
+ * Such an allocation pays nothing to the second organisation.
+ */
+export function ownedBy<Row extends { organisation_id: string }>(rows: Map<string, Row>, organisationId: string): Map<string, Row> {
+  return new Map([...rows].filter(([, row]) => row.organisation_id === organisationId));
+}
+
 /** The allocations as the domain decides on them. */
 export function supplies(rows: Map<string, AllocationRow>): Map<string, AllocationSupply> {
   return new Map(

@@ -286,7 +286,11 @@ export async function startRebuild(db: UntypedDb, consumer: Consumer): Promise<G
       .where('status', '=', 'building')
       .executeTakeFirst();
     if (building) {
-      if (!sameList(building.applied_migrations, Object.keys(consumer.migrations))) await migrateGeneration(db, consumer, building.generation);
+      if (!sameList(building.applied_migrations, Object.keys(consumer.migrations))) {
+        // New migrations run against the tables as they declared them, deferred indexes included.
+        await withDdlRetries(db, (trx) => restoreSecondaryIndexes(trx, schemaOf(consumer.name, building.generation)));
+        await migrateGeneration(db, consumer, building.generation);
+      }
       return building;
     }
     const { max } = await runtime
@@ -398,14 +402,20 @@ export async function swapIn(
  * A server crash empties unlogged tables (recovery resets them) but not the generation's checkpoint, which is
  * logged. A marker row, in an unlogged table of the generation's own, tells: once it is gone, so are the rows,
  * and the build starts again from the start of the log. A crash after `SET LOGGED` committed loses nothing.
+ *
+ * Secondary indexes (not unique, backing no constraint: only readers use them) are dropped while the
+ * generation fills and built again once it is logged: one sorted build per index instead of an index entry
+ * per row a batch writes, and `SET LOGGED` then rewrites the table without them. Their definitions wait in a
+ * logged table of the generation's own, so they come back whatever happens in between.
  */
 const MARKER = 'unlogged_build_marker';
+const DEFERRED_INDEXES = 'deferred_indexes';
 
 /** The generation's tables that hold read-model rows (not the migrations' bookkeeping, not the marker). */
 async function readModelTables(db: UntypedDb, schema: string, persistence: 'p' | 'u' | 'any'): Promise<string[]> {
   const rows = await sql<{ name: string }>`
     select c.relname as name from pg_class c join pg_namespace n on n.oid = c.relnamespace
-    where n.nspname = ${schema} and c.relkind = 'r' and c.relname <> ${MARKER} and c.relname not like 'kysely\\_migration%'
+    where n.nspname = ${schema} and c.relkind = 'r' and c.relname not in (${MARKER}, ${DEFERRED_INDEXES}) and c.relname not like 'kysely\\_migration%'
       and (${persistence} = 'any' or c.relpersistence = ${persistence})
     order by c.relname`.execute(db);
   return rows.rows.map((row) => row.name);
@@ -427,7 +437,38 @@ export async function unlogBuild(db: UntypedDb, name: string, generation: number
     for (const table of await readModelTables(trx, schema, 'p')) await sql.raw(`alter table ${qualified(schema, table)} set unlogged`).execute(trx);
     await sql.raw(`create unlogged table if not exists ${qualified(schema, MARKER)} (since timestamptz not null default now())`).execute(trx);
     await sql.raw(`insert into ${qualified(schema, MARKER)} default values`).execute(trx);
+    await deferSecondaryIndexes(trx, schema);
   });
+}
+
+/** Drops the generation's secondary indexes, keeping their definitions to build them again in `relogBuild`. */
+async function deferSecondaryIndexes(trx: UntypedDb, schema: string): Promise<void> {
+  const indexes = await sql<{ name: string; definition: string }>`
+    select i.relname as name, pg_get_indexdef(x.indexrelid) as definition
+    from pg_index x
+    join pg_class i on i.oid = x.indexrelid
+    join pg_class t on t.oid = x.indrelid
+    join pg_namespace n on n.oid = t.relnamespace
+    where n.nspname = ${schema} and not x.indisunique and not x.indisprimary
+      and t.relname not like 'kysely\\_migration%'
+      and not exists (select from pg_constraint c where c.conindid = x.indexrelid)
+    order by i.relname`.execute(trx);
+  await sql.raw(`create table if not exists ${qualified(schema, DEFERRED_INDEXES)} (name text primary key, definition text not null)`).execute(trx);
+  for (const index of indexes.rows) {
+    await sql`insert into ${sql.raw(qualified(schema, DEFERRED_INDEXES))} (name, definition) values (${index.name}, ${index.definition}) on conflict do nothing`.execute(
+      trx,
+    );
+    await sql.raw(`drop index ${qualified(schema, index.name)}`).execute(trx);
+  }
+}
+
+/** Builds the secondary indexes `deferSecondaryIndexes` dropped (a generation that never had them: nothing). */
+async function restoreSecondaryIndexes(trx: UntypedDb, schema: string): Promise<void> {
+  const found = await sql<{ table: string | null }>`select to_regclass(${qualified(schema, DEFERRED_INDEXES)})::text as table`.execute(trx);
+  if (!found.rows[0]?.table) return;
+  const indexes = await sql<{ definition: string }>`select definition from ${sql.raw(qualified(schema, DEFERRED_INDEXES))} order by name`.execute(trx);
+  for (const index of indexes.rows) await sql.raw(index.definition).execute(trx);
+  await sql.raw(`drop table ${qualified(schema, DEFERRED_INDEXES)}`).execute(trx);
 }
 
 /**
@@ -466,6 +507,7 @@ export async function relogBuild(db: UntypedDb, name: string, generation: number
     const marker = await markerTable(trx, schema);
     if (marker !== 'present') return marker === 'wiped' ? 'wiped' : 'logged';
     for (const table of await readModelTables(trx, schema, 'u')) await sql.raw(`alter table ${qualified(schema, table)} set logged`).execute(trx);
+    await restoreSecondaryIndexes(trx, schema);
     await sql.raw(`drop table ${qualified(schema, MARKER)}`).execute(trx);
     return 'logged' as const;
   });

@@ -4,6 +4,7 @@ import { PostgresEventStore } from '../../infra/event-store/postgres.ts';
 import type { EventStore, Position, RecordedEvent, SubscriptionBatch } from '../../infra/event-store/port.ts';
 import { scheduleJob } from '../../infra/jobs.ts';
 import type { Logger } from '../../infra/logging.ts';
+import { traceBatch } from '../../infra/tracing.ts';
 import type { BatchContext, Consumer } from './consumer.ts';
 import { generationRow, readyToSwap, relogBuild, restartWipedBuild, runtimeDb, schemaOf, StaleCheckpoint, swapIn } from './generations.ts';
 import type { LeaseKeeper } from './leases.ts';
@@ -216,7 +217,7 @@ export class GenerationWorker {
     for (let start = 0; start < events.length; start += slice) {
       const part = events.slice(start, start + slice);
       const end = start + slice >= events.length ? to : part[part.length - 1]!.position;
-      await this.applyBatch(part, checkpoint, end);
+      await traceBatch({ consumer: this.consumer.name, events: part, building: this.building }, () => this.applyBatch(part, checkpoint, end));
       checkpoint = end;
     }
   }

@@ -11,11 +11,15 @@ export interface HttpResponse {
 export function httpClient(server: Server) {
   const address = server.address();
   if (!address || typeof address === 'string') throw new Error('server is not listening on a port');
-  const port = address.port;
+  return httpClientOn(address.port);
+}
+
+/** The same, for a server listening on 127.0.0.1:`port` in another process. */
+export function httpClientOn(port: number) {
   return function request(
     method: string,
     path: string,
-    options: { host?: string; headers?: Record<string, string>; body?: unknown; rawBody?: string } = {},
+    options: { host?: string; headers?: Record<string, string>; body?: unknown; rawBody?: string | Buffer } = {},
   ): Promise<HttpResponse> {
     const payload = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
     return new Promise((resolve, reject) => {

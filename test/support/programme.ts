@@ -46,9 +46,9 @@ export type Member = Awaited<ReturnType<ReturnType<typeof adminOf>['user']>>;
  *
  * Beta is another organisation with one user and one event of its own.
  */
-export async function runProgramme() {
+export async function runProgramme(env: Record<string, string> = {}) {
   const clock = new ManualClock('2027-02-28T12:00:00Z');
-  const t = await startTestService({ clock, jobs: false, env: { SETTLEMENT_DELAY_SECONDS: '60' } });
+  const t = await startTestService({ clock, jobs: false, env: { SETTLEMENT_DELAY_SECONDS: '60', ...env } });
   const acme = await t.createOrganisation('programme');
   const beta = await t.createOrganisation('programme-beta');
   const admin = adminOf(t, acme);

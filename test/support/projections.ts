@@ -26,6 +26,8 @@ export const tallyProjection: Projection = defineProjection<TallyTables, TallyEv
           .addColumn('stream', 'text', (c) => c.notNull())
           .addColumn('applied', 'integer', (c) => c.notNull())
           .execute();
+        // A readers' index: a rebuild defers it and builds it again before the swap.
+        await db.schema.createIndex('tally_by_stream').on('tally').column('stream').execute();
       },
     },
   },

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { createOrganisation, issueToken, revokeToken } from '../../command-api/organisations.ts';
 import { loadConfig } from '../../infra/config.ts';
+import type { Logger } from '../../infra/logging.ts';
 import { openService, type Service, type ServiceOptions } from '../../service.ts';
 import { sql } from 'kysely';
 import { formatPosition } from '../../infra/event-store/port.ts';
@@ -27,7 +28,9 @@ export function asTenant(tenant: Tenant, extra: Record<string, string> = {}) {
  * The composed service on a fresh database of the test's PostgreSQL server, listening on a free port, with
  * helpers to set tenants up.
  */
-export async function startTestService(options: Pick<ServiceOptions, 'outside' | 'jobs' | 'jobOptions' | 'clock'> & { env?: Record<string, string> } = {}) {
+export async function startTestService(
+  options: Pick<ServiceOptions, 'outside' | 'jobs' | 'jobOptions' | 'clock'> & { env?: Record<string, string>; logger?: Logger } = {},
+) {
   const server = await freshDatabase();
   await server.database.close();
   const dataDir = mkdtempSync(join(tmpdir(), 'engage-test-'));
@@ -45,7 +48,8 @@ export async function startTestService(options: Pick<ServiceOptions, 'outside' |
     ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
     ...options.env,
   });
-  const service: Service = await openService(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), { runtime: { scanIntervalMs: 100 }, ...options });
+  const { env: _env, logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), ...serviceOptions } = options;
+  const service: Service = await openService(config, logger, { runtime: { scanIntervalMs: 100 }, ...serviceOptions });
   const listener: Server = service.app.listen(0, '127.0.0.1');
   await new Promise((resolve) => listener.once('listening', resolve));
   const metadata = { actor: 'test' };
