@@ -17,7 +17,7 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
     base: { service: 'engage' },
     // A copy: pino merges the line's own fields into what the mixin returns.
     mixin: () => ({ ...logContext.getStore() }),
-    redact: { paths: ['req.headers["x-api-token"]', 'req.headers.authorization', 'req.headers["x-console-secret"]'], censor: '[redacted]' },
+    redact: { paths: ['req.headers["x-api-token"]', 'req.headers.authorization'], censor: '[redacted]' },
   };
   return destination ? pino(options, destination) : pino(options);
 }
