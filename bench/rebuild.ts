@@ -4,30 +4,36 @@
  * run: a keyset read of the whole log in pages of 5,000 (`store.readAll({after, limit: 5000})` to the end).
  *
  * As when a new version of every read model starts in a service that is up to date: the live generations
- * (the previous version, which this runner leaves alone) stand at the head of the log; each rebuild fills a
- * building generation from the start of the log and swaps it in once it has reached them. Reported: events
- * in the log / wall time until every one has swapped in, and each projection's own swap time, as events/s
- * and as a ratio to the read; the peak RSS of this process (sampled every 100 ms) and the peak number of
- * PostgreSQL sessions its runner held (sampled every 250 ms from a client of its own, by application_name), and
- * the CPU time this process and those sessions spent: the work, whatever else the machine is doing.
+ * (the previous version, which the rebuild leaves alone) stand at the head of the log; each rebuild fills a
+ * building generation from the start of the log and swaps it in once it has reached them. The rebuild runs as
+ * an operator runs it: `engage projections rebuild --all` (compiled, `bin/engage.mjs`) in a process of its
+ * own, with the service's default pool. Reported: events in the log / wall time until every one has swapped
+ * in, and each projection's own swap time, as events/s and as a ratio to the read; that process's peak resident
+ * set (the kernel's high-water mark) and CPU time, the peak number of PostgreSQL sessions it held and the CPU
+ * time they spent (sampled every 250 ms from a client of this process's own, by application_name): the work,
+ * whatever else the machine is doing. `BENCH_PROJECTIONS=a,b` rebuilds only those read models.
  * A rebuild that has not finished after BENCH_REBUILD_TIMEOUT_S (default 300) is reported with its progress.
  *
  *   BENCH_EVENTS=100000 npx tsx bench/rebuild.ts
  */
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { sql } from 'kysely';
 import { openPostgres, quoteIdentifier } from '../infra/database.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { projections } from '../projectors/index.ts';
 import { requestRebuild } from '../projectors/maintenance.ts';
-import { ProjectionRunner, prepareProjections } from '../projectors/runtime/index.ts';
+import { prepareProjections } from '../projectors/runtime/index.ts';
 import { migrate } from '../service.ts';
 import { ensureStore } from './million-store.ts';
-import { connectionSampler, databaseUrl, rssSampler, runIfMain, silentLogger, sleep } from './support.ts';
+import { connectionSampler, databaseUrl, processSampler, runIfMain, sleep } from './support.ts';
 
 export const REBUILD_TARGETS = { eventsPerSecond: 50_000, ratio: 0.3, slowestRatio: 0.1, peakRssMb: 300 } as const;
 
 const RUNNER_APPLICATION = 'engage-bench-runner';
 const READ_PAGE = 5000;
+/** The rebuilding process's pool: the service's `DATABASE_POOL_SIZE` default unless BENCH_POOL_SIZE says otherwise. */
+const POOL_SIZE = Number(process.env.BENCH_POOL_SIZE ?? 10);
 
 export interface ProjectionRebuild {
   name: string;
@@ -58,8 +64,6 @@ export interface RebuildResult {
     nodeCpuSeconds: number;
     postgresCpuSeconds: number | null;
     parked: number;
-    /** The shared log's reads from the store and the events they brought (the log once: about events / page size reads). */
-    logReads: { reads: number; eventsRead: number; served: number };
     projections: ProjectionRebuild[];
   };
   targets: typeof REBUILD_TARGETS;
@@ -68,7 +72,7 @@ export interface RebuildResult {
 export async function benchRebuild(): Promise<RebuildResult> {
   const store = await ensureStore();
   const timeoutSeconds = Number(process.env.BENCH_REBUILD_TIMEOUT_S ?? 300);
-  const database = await openPostgres(databaseUrl(store.database), { max: Number(process.env.BENCH_POOL_SIZE ?? 10), applicationName: RUNNER_APPLICATION });
+  const database = await openPostgres(databaseUrl(store.database), { max: 4, applicationName: 'engage-bench-setup' });
   const eventStore = new PostgresEventStore(database);
   const db = database.db;
   try {
@@ -90,16 +94,31 @@ export async function benchRebuild(): Promise<RebuildResult> {
     const targets = new Map<string, number>();
     for (const projection of readModels) targets.set(projection.name, (await requestRebuild(db, projection)).generation);
 
-    const baselineRssMb = process.memoryUsage().rss / 1024 / 1024;
-    const rss = rssSampler();
+    // The rebuild as an operator runs it: `engage projections rebuild --all`, compiled, in a process of its own,
+    // whose memory and CPU are then its own (the kernel's high-water mark of its resident set, /proc's CPU time).
+    execFileSync(process.execPath, ['bin/build.mjs'], { stdio: 'ignore' });
     const connections = await connectionSampler(store.database, RUNNER_APPLICATION);
-    const runner = new ProjectionRunner(database, eventStore, readModels, silentLogger, { scanIntervalMs: 250 });
-    const swappedAt = new Map<string, number>();
-    const cpuAtStart = process.cpuUsage();
     const started = performance.now();
-    await runner.start();
+    const child = spawn(process.execPath, ['bin/engage.mjs', 'projections', 'rebuild', ...(only ? readModels.map((projection) => projection.name) : ['--all']), '--json', '--no-progress'], {
+      env: {
+        ...process.env,
+        DATABASE_URL: databaseUrl(store.database),
+        DATABASE_POOL_SIZE: String(POOL_SIZE),
+        APPLICATION_NAME: RUNNER_APPLICATION,
+        LOG_LEVEL: 'silent',
+        REDIS_URL: '',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let errors = '';
+    child.stderr!.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    const usage = processSampler(child.pid!);
+    const swappedAt = new Map<string, number>();
     const deadline = started + timeoutSeconds * 1000;
-    while (swappedAt.size < targets.size && performance.now() < deadline) {
+    let exit: [number | null, NodeJS.Signals | null] | null = null;
+    void exited.then((code) => (exit = code));
+    while (swappedAt.size < targets.size && performance.now() < deadline && exit === null) {
       await sleep(100);
       const live = await db.selectFrom('projection_generations').select(['name', 'generation']).where('status', '=', 'live').execute();
       const now = performance.now();
@@ -108,12 +127,14 @@ export async function benchRebuild(): Promise<RebuildResult> {
       }
     }
     const seconds = (performance.now() - started) / 1000;
-    const cpu = process.cpuUsage(cpuAtStart);
-    const logReads = { ...runner.log.stats };
-    await runner.stop();
-    const peakRssMb = await rss.stop();
+    // Interrupted like an operator's Ctrl-C when it ran out of time; it resumes from its checkpoints next time.
+    if (exit === null && swappedAt.size < targets.size) child.kill('SIGINT');
+    const [code, signal] = await exited;
+    const { peakRssMb, cpuSeconds } = await usage.stop();
+    const baselineRssMb = usage.firstRssMb() ?? 0;
     const { peakConnections, postgresCpuSeconds } = await connections.stop();
-
+    if (swappedAt.size === targets.size && code !== 0) throw new Error(`engage projections rebuild exited with ${code ?? signal}: ${errors}`);
+    
     // The reference after the rebuild, so the pages it leaves on the heap do not count in the rebuild's RSS;
     // the log is in the page cache either way (it was just written, or read by an earlier run). Best of two.
     const runs: number[] = [];
@@ -161,10 +182,9 @@ export async function benchRebuild(): Promise<RebuildResult> {
         peakRssMb,
         baselineRssMb,
         peakConnections,
-        nodeCpuSeconds: (cpu.user + cpu.system) / 1e6,
+        nodeCpuSeconds: cpuSeconds,
         postgresCpuSeconds,
         parked: parkedRows.reduce((sum, row) => sum + Number(row.count), 0),
-        logReads,
         projections: rows,
       },
       targets: REBUILD_TARGETS,

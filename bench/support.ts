@@ -3,7 +3,7 @@
  * with error handlers on every client so a terminated connection never crashes the run), percentiles,
  * and samplers of the process's memory and of its PostgreSQL connections.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -156,7 +156,9 @@ export async function connectionSampler(
     for (const { pid } of rows) {
       const used = readable ? cpuTicksOf(pid) : null;
       if (used === null) {
-        readable = false;
+        // A session that ended between the query and the read is gone; one that exists but cannot be read
+        // means PostgreSQL runs elsewhere (or as another user whose /proc is closed).
+        if (existsSync(`/proc/${pid}`)) readable = false;
         continue;
       }
       const seen = ticks.get(pid);
@@ -172,6 +174,34 @@ export async function connectionSampler(
       let used = 0;
       for (const { first, last } of ticks.values()) used += last - first;
       return { peakConnections, postgresCpuSeconds: readable && ticks.size > 0 ? used / CLOCK_TICKS : null };
+    },
+  };
+}
+
+/**
+ * Another local process's peak resident set size (the kernel's own high-water mark, `VmHWM`, so nothing
+ * between two samples is missed) and the CPU time it spent, read from /proc every 100 ms until it exits.
+ */
+export function processSampler(pid: number): { firstRssMb(): number | null; stop(): Promise<{ peakRssMb: number; cpuSeconds: number }> } {
+  let peakKb = 0;
+  let firstKb: number | null = null;
+  let ticks = 0;
+  const started = performance.now();
+  const sampler = new PeakSampler(() => {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const hwm = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    // Its size once started (modules loaded, connected): the last sample of its first second.
+    if (firstKb === null || performance.now() - started < 1000) firstKb = rss;
+    peakKb = Math.max(peakKb, hwm);
+    ticks = cpuTicksOf(pid) ?? ticks;
+    return hwm;
+  }, 100).start();
+  return {
+    firstRssMb: () => (firstKb === null ? null : firstKb / 1024),
+    async stop() {
+      await sampler.stop();
+      return { peakRssMb: peakKb / 1024, cpuSeconds: ticks / CLOCK_TICKS };
     },
   };
 }

@@ -44,6 +44,11 @@ export async function startTestService(
     RATE_LIMIT_API_TOKEN_REQUESTS: '1000000',
     RATE_LIMIT_USER_TOKEN_REQUESTS: '1000000',
     RATE_LIMIT_FAILED_AUTHENTICATIONS: '1000000',
+    // The production limits answer 503 within a second or two by design (dependency-faults tests them on a
+    // server of its own); on a test machine busy with other suites a burst of 200 requests may rightly wait longer.
+    DATABASE_CONNECT_TIMEOUT_MS: '15000',
+    DATABASE_STATEMENT_TIMEOUT_MS: '30000',
+    DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '15000',
     DATABASE_URL: server.url,
     ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
     ...options.env,
