@@ -125,6 +125,8 @@ interface JobRow {
   due_at: Date;
   attempts: number;
   trace_context: Record<string, unknown> | null;
+  /** The claim this worker holds: until then no other worker takes the job. */
+  locked_until: Date;
 }
 
 /**
@@ -140,7 +142,7 @@ async function claim(db: Kysely<any>, now: Date, claimMs: number, id?: string): 
         and (locked_until is null or locked_until < ${now.toISOString()}::timestamptz)
         ${id === undefined ? sql`` : sql`and id = ${id}`}
       order by due_at limit 1 for update skip locked)
-    returning id, kind, organisation_id, payload, due_at, attempts, trace_context`.execute(db);
+    returning id, kind, organisation_id, payload, due_at, attempts, trace_context, locked_until`.execute(db);
   return result.rows[0];
 }
 
@@ -154,7 +156,12 @@ function execute(db: Kysely<any>, handlers: Record<string, JobHandler>, row: Job
   const job = { id: row.id, kind: row.kind, attempt, organisationId: row.organisation_id, traceContext: row.trace_context };
   return traceJob(job, () => {
     const traceId = activeTraceId();
-    const bindings = { jobId: row.id, kind: row.kind, ...(row.organisation_id ? { organisationId: row.organisation_id } : {}), ...(traceId ? { traceId } : {}) };
+    const bindings = {
+      jobId: row.id,
+      kind: row.kind,
+      ...(row.organisation_id ? { organisationId: row.organisation_id } : {}),
+      ...(traceId ? { traceId } : {}),
+    };
     return withLogContext(bindings, () => run(db, handlers, row, attempt, options, logger));
   });
 }
@@ -170,22 +177,29 @@ async function run(db: Kysely<any>, handlers: Record<string, JobHandler>, row: J
       .where('id', '=', row.id)
       .execute();
   } catch (error) {
-    if (error instanceof JobNotDueYet) {
-      await db.updateTable('scheduled_jobs').set({ due_at: error.until.toISOString(), locked_until: null }).where('id', '=', row.id).execute();
-      return;
-    }
+    // Only while this worker still holds its claim: once it lapsed, another worker may have taken the job
+    // over (and be running it, or have finished it), and that worker records the outcome; a late failure
+    // here would clear its claim, reschedule a job that may be done, or mark a done job failed.
+    const holdingClaim = (update: { due_at?: string; attempts?: number; last_error?: string; status?: string }) =>
+      db
+        .updateTable('scheduled_jobs')
+        .set({ ...update, locked_until: null })
+        .where('id', '=', row.id)
+        .where('status', '=', 'pending')
+        .where('locked_until', '=', row.locked_until)
+        .executeTakeFirst()
+        .then((result) => {
+          if (result.numUpdatedRows === 0n)
+            logger.warn({ jobId: row.id, kind: row.kind, attempt }, 'job outcome not recorded: its claim lapsed and the job was taken over');
+        });
+    if (error instanceof JobNotDueYet) return holdingClaim({ due_at: error.until.toISOString() });
     const failed = attempt >= options.maxAttempts;
     logger[failed ? 'error' : 'warn']({ err: error, jobId: row.id, kind: row.kind, attempt }, failed ? 'job failed for good' : 'job failed; will retry');
-    await db
-      .updateTable('scheduled_jobs')
-      .set({
-        attempts: attempt,
-        last_error: error instanceof Error ? error.message : String(error),
-        locked_until: null,
-        ...(failed ? { status: 'failed' } : { due_at: new Date(options.now().getTime() + options.backoffMs * attempt).toISOString() }),
-      })
-      .where('id', '=', row.id)
-      .execute();
+    await holdingClaim({
+      attempts: attempt,
+      last_error: error instanceof Error ? error.message : String(error),
+      ...(failed ? { status: 'failed' } : { due_at: new Date(options.now().getTime() + options.backoffMs * attempt).toISOString() }),
+    });
   }
 }
 
@@ -277,12 +291,19 @@ export function bullmqJobRunner(
     if (due.length === 0) return 0;
     const jobs = await queueOf();
     for (const row of due) {
-      const delay = Math.max(0, new Date(row.due_at).getTime() - settings.now().getTime());
-      // One BullMQ job per attempt, due time and lapsed claim: adding it again is ignored; a retry, or a job
-      // whose worker died holding it (its BullMQ copy may be spent already), gets a fresh one.
-      // (BullMQ refuses ':' in its ids, which ours may contain.)
+      const nowMs = settings.now().getTime();
+      const dueMs = new Date(row.due_at).getTime();
+      const delay = Math.max(0, dueMs - nowMs);
+      // One BullMQ job per attempt, due time, lapsed claim and hand-over: adding it again is ignored; a retry,
+      // or a job whose worker died holding it (its BullMQ copy may be spent already), gets a fresh one.
+      // A copy can also be spent without the row ever being claimed: a worker died between taking it and
+      // claiming the row (BullMQ hands it on only after its lock lapses and two stalled checks, a minute or
+      // more), or the claim failed (BullMQ keeps the copy as failed, so the same id is never added again).
+      // So a row that has waited a claim's length for a claim is handed over again, under a new id; a copy
+      // too many finds nothing to claim. (BullMQ refuses ':' in its ids, which ours may contain.)
       const lapsed = row.locked_until === null ? 0 : new Date(row.locked_until).getTime();
-      const jobId = `${encodeURIComponent(row.id)}--${row.attempts}--${new Date(row.due_at).getTime()}--${lapsed}`;
+      const handOver = Math.floor(Math.max(0, nowMs - Math.max(dueMs, lapsed)) / settings.claimMs);
+      const jobId = `${encodeURIComponent(row.id)}--${row.attempts}--${dueMs}--${lapsed}--${handOver}`;
       await jobs.add(row.kind, { id: row.id }, { jobId, delay, removeOnComplete: 1000, removeOnFail: 1000 });
     }
     return due.length;

@@ -1,7 +1,8 @@
+import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Migrator } from 'kysely';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { bullmqJobRunner, inProcessJobRunner, jobMigrations, scheduleJob, type JobHandler, type JobRunner } from '../infra/jobs.ts';
 import { freshDatabase, type TestDatabase } from './support/databases.ts';
 import { waitUntil } from './support/projections.ts';
@@ -49,6 +50,19 @@ function harness() {
 
 const queueName = `test-jobs-${process.pid}-${Date.now()}`;
 
+async function migratedDatabase(): Promise<TestDatabase> {
+  const test = await freshDatabase();
+  const migrator = new Migrator({
+    db: test.database.db,
+    provider: { getMigrations: async () => jobMigrations },
+    migrationTableName: 'job_migrations',
+    migrationLockTableName: 'job_migrations_lock',
+  });
+  const { error } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return test;
+}
+
 const suites: [string, (db: TestDatabase, h: ReturnType<typeof harness>, redis: Redis | null) => JobRunner][] = [
   [
     'in-process (embedded mode)',
@@ -70,15 +84,7 @@ describe.each(suites)('jobs: %s', (name, makeRunner) => {
 
   beforeAll(async () => {
     if (needsRedis && !redis) return;
-    test = await freshDatabase();
-    const migrator = new Migrator({
-      db: test.database.db,
-      provider: { getMigrations: async () => jobMigrations },
-      migrationTableName: 'job_migrations',
-      migrationLockTableName: 'job_migrations_lock',
-    });
-    const { error } = await migrator.migrateToLatest();
-    if (error) throw error;
+    test = await migratedDatabase();
     h = harness();
     runner = makeRunner(test, h, redis);
   });
@@ -138,6 +144,101 @@ describe.each(suites)('jobs: %s', (name, makeRunner) => {
     await scheduleJob(test.database.db, { id: 'job-live', kind: 'count-effect', payload: { key: 'live' }, dueAt: h.clock() });
     await runner.start();
     await waitUntil(() => h.effects.get('live') === 1, 20_000, 'the started runner to run the job');
+  });
+});
+
+/**
+ * A worker whose claim lapsed while its handler ran is not the job's holder any more: whoever took the job
+ * over records its outcome, and the late one's failure undoes nothing (embedded and server mode share this).
+ */
+describe('jobs: a claim that lapsed while its handler ran', () => {
+  let test: TestDatabase;
+  beforeAll(async () => {
+    test = await migratedDatabase();
+  });
+  afterAll(async () => {
+    await test.drop();
+  });
+
+  it('keeps the outcome of the worker that took the job over when the late one fails', async () => {
+    let now = new Date('2026-03-01T12:00:00Z');
+    let calls = 0;
+    let failLate: (error: Error) => void = () => undefined;
+    const handlers: Record<string, JobHandler> = {
+      // The first run hangs until the test fails it; the second, the take-over, succeeds at once.
+      'slow-first': async () => {
+        if (++calls === 1) await new Promise<void>((_resolve, reject) => (failLate = reject));
+      },
+    };
+    const options = { now: () => now, claimMs: 1000, maxAttempts: 1 };
+    const late = inProcessJobRunner(test.database.db, handlers, logger, options);
+    const other = inProcessJobRunner(test.database.db, handlers, logger, options);
+    await scheduleJob(test.database.db, { id: 'lapsing', kind: 'slow-first', payload: {}, dueAt: now });
+
+    const lateRun = late.runDue();
+    await waitUntil(() => calls === 1, 20_000, 'the first run to start');
+    now = new Date(now.getTime() + 2000);
+    expect(await other.runDue()).toBe(1);
+    failLate(new Error('late failure'));
+    await lateRun;
+
+    const row = await test.database.db.selectFrom('scheduled_jobs').selectAll().where('id', '=', 'lapsing').executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'done', attempts: 1, last_error: null });
+    expect(calls).toBe(2);
+  });
+});
+
+/**
+ * Server mode: a BullMQ copy of a row can be spent without the row ever being claimed (the worker that took
+ * it died before claiming, or its claim failed). The durable row is handed over again once it has waited a
+ * claim's length, instead of waiting on BullMQ's stalled checks (a locked copy) or forever (a failed one).
+ */
+describe.runIf(redis)('jobs: a BullMQ copy spent before its row was claimed', () => {
+  const handOverQueue = `test-jobs-handover-${process.pid}-${Date.now()}`;
+  const claimMs = 60_000;
+  let test: TestDatabase;
+  let h: ReturnType<typeof harness>;
+  let deadWorker: Worker;
+
+  beforeAll(async () => {
+    test = await migratedDatabase();
+    h = harness();
+    // Takes copies by hand and never finishes them, as a worker killed right after taking one; its lock
+    // outlasts the test, so BullMQ's own stalled checks never hand them on meanwhile.
+    deadWorker = new Worker(handOverQueue, null, { connection: redis!.duplicate(), lockDuration: 10 * 60_000, autorun: false });
+  });
+  afterAll(async () => {
+    await deadWorker.close(true);
+    await deadWorker.disconnect();
+    const keys = await redis!.keys(`bull:${handOverQueue}:*`);
+    if (keys.length > 0) await redis!.del(...keys);
+    await test.drop();
+  });
+
+  it.each([
+    ['the worker that took it died before claiming its row', async () => undefined],
+    ['the claim of the worker that took it failed', async (job: Job, token: string) => void (await job.moveToFailed(new Error('claim failed'), token))],
+  ])('runs the row when %s', async (name, spend) => {
+    const key = name.includes('died') ? 'died' : 'failed';
+    const runner = bullmqJobRunner(test.database.db, redis!, h.handlers, logger, { now: h.clock, pollMs: 50, claimMs, queueName: handOverQueue });
+    onTestFinished(() => runner.stop());
+    // Due a moment after the test's clock: runDue feeds its copy to BullMQ, and cannot run the row itself yet.
+    await scheduleJob(test.database.db, { id: `spent-${key}`, kind: 'count-effect', payload: { key }, dueAt: new Date(h.clock().getTime() + 1) });
+    await runner.runDue();
+    expect(h.effects.get(key)).toBeUndefined();
+    const token = `dead-${key}`;
+    let taken: Job | undefined;
+    await waitUntil(async () => (taken = await deadWorker.getNextJob(token, { block: false })) !== undefined, 20_000, 'the dead worker to take the copy');
+    expect(taken!.data).toEqual({ id: `spent-${key}` });
+    await spend(taken!, token);
+
+    // The row has now waited a claim's length for a claim.
+    h.advance(1 + claimMs);
+    await runner.start();
+    await waitUntil(() => h.effects.get(key) === 1, 20_000, 'the row to be handed over again and run');
+    const row = await test.database.db.selectFrom('scheduled_jobs').selectAll().where('id', '=', `spent-${key}`).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'done', attempts: 1 });
+    expect(h.effects.get(key)).toBe(1);
   });
 });
 
