@@ -261,7 +261,7 @@ export class PostgresEventStore implements EventStore {
 
   /** The read horizon: positions of transactions below it are final (see APPENDER_LOCK). */
   private async horizon(): Promise<string> {
-    return (await sql<{ horizon: string }>`select es_horizon()::text as horizon`.execute(this.db)).rows[0]!.horizon;
+    return (await sql<{ horizon: string }>`/* engage:log-read */ select es_horizon()::text as horizon`.execute(this.db)).rows[0]!.horizon;
   }
 
   /**
@@ -373,7 +373,7 @@ export class PostgresEventStore implements EventStore {
     const backwards = options.direction === 'backwards';
     const from = options.from === undefined ? sql`` : sql`and stream_revision ${sql.raw(backwards ? '<=' : '>=')} ${options.from.toString()}::bigint`;
     const rows = (
-      await sql<EventRow>`
+      await sql<EventRow>`/* engage:stream-read */
       select ${sql.join(eventColumns)} from es_events
       where stream_name = ${stream} ${from}
       order by stream_revision ${sql.raw(backwards ? 'desc' : 'asc')}
@@ -392,7 +392,7 @@ export class PostgresEventStore implements EventStore {
     // checkpoint can move past them. The order names the table's columns: a bare `transaction_id` would
     // be the text alias of the select list, and '1000' sorts before '999'.
     const rows = (
-      await sql<EventRow>`
+      await sql<EventRow>`/* engage:log-read */
       select ${sql.join(eventColumns)}, ${matchesSql(filter)} as matches
       from es_events
       where transaction_id < ${horizon}::xid8
@@ -436,7 +436,7 @@ export class PostgresEventStore implements EventStore {
   async head(): Promise<{ position: Position; createdAt: Date } | null> {
     const horizon = await this.horizon();
     const row = (
-      await sql<{ transaction_id: string; global_position: string; created_at: Date }>`
+      await sql<{ transaction_id: string; global_position: string; created_at: Date }>`/* engage:log-read */
       select transaction_id::text as transaction_id, global_position, created_at from es_events
       where transaction_id < ${horizon}::xid8
       order by es_events.transaction_id desc, es_events.global_position desc limit 1`.execute(this.db)
@@ -448,7 +448,7 @@ export class PostgresEventStore implements EventStore {
     const from = after ? parsePosition(after) : null;
     const horizon = await this.horizon();
     const row = (
-      await sql<{ count: string }>`
+      await sql<{ count: string }>`/* engage:log-read */
       select count(*) as count from es_events
       where transaction_id < ${horizon}::xid8
         ${from ? sql`and (transaction_id, global_position) > (${from.major.toString()}::xid8, ${from.minor.toString()}::bigint)` : sql``}`.execute(this.db)
