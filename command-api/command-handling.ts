@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DomainError, type Decider, type DomainEvent } from '../domain/decider.ts';
-import { badRequest, conflict } from '../infra/http/errors.ts';
+import { badRequest, conflict, HttpError } from '../infra/http/errors.ts';
 import { inSpan } from '../infra/tracing.ts';
 import {
   WrongExpectedRevisionError,
@@ -169,7 +169,14 @@ function rememberAppended(states: StreamStates, decided: Decided[], results: App
   for (const d of decided) {
     const revision = revisions.get(d.part.stream);
     if (d.events.length === 0 || revision === undefined) continue;
-    states.remember(d.part.stream, d.part.decider.evolve, d.events.reduce(d.part.decider.evolve, d.state), revision);
+    // Only an append right on top of the decided state is known to hold exactly these events (a job's
+    // re-append of known ids answers with the first append's revision, decided on another state).
+    const base = d.expectedRevision === 'no_stream' ? -1n : d.expectedRevision;
+    if (revision === base + BigInt(d.events.length)) {
+      states.remember(d.part.stream, d.part.decider.evolve, d.events.reduce(d.part.decider.evolve, d.state), revision);
+    } else {
+      states.forget(d.part.stream);
+    }
   }
 }
 
@@ -187,6 +194,11 @@ async function replayOf(store: EventStore, idempotency: Idempotency): Promise<Ha
     throw conflict(`This ${idempotency.scope === 'nonce' ? 'nonce' : 'Idempotency-Key'} was already used for a different request`);
   }
   return { events: [], results: [], position: record.position, response: completed.response, replayed: true };
+}
+
+/** A refusal of the request (not a failure of the service): a used key answers with its first result instead. */
+function isRefusal(error: unknown): boolean {
+  return error instanceof DomainError || (error instanceof HttpError && error.status < 500);
 }
 
 /** How a job names the events it appends (derived from the job, so a job that runs again appends nothing new). */
@@ -230,7 +242,7 @@ export async function handleCommand(
       decided = await decideAll(states, store, parts, attempt);
     } catch (error) {
       // A used key answers with its first result even when the request would now be refused.
-      const replay = idempotency && !recordRead && error instanceof DomainError ? await replayOf(store, idempotency) : null;
+      const replay = idempotency && !recordRead && isRefusal(error) ? await replayOf(store, idempotency) : null;
       if (replay) return replay;
       throw error;
     }
@@ -287,7 +299,7 @@ export async function handleCommandBatch(store: EventStore, commands: BatchComma
       try {
         return { decided: await decideAll(states, store, command.parts, 1) };
       } catch (error) {
-        if (!command.idempotency || !(error instanceof DomainError)) return { error, replay: null };
+        if (!command.idempotency || !isRefusal(error)) return { error, replay: null };
         return { error, replay: await replayOf(store, command.idempotency).catch((refused: unknown) => ({ refused })) };
       }
     }),
