@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { externalUserIdStream } from '../command-api/users.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
+import { waitUntil } from './support/projections.ts';
 import { startTestService, type TestService, type Tenant } from './support/service.ts';
+import { startReceiver } from './support/webhook-receiver.ts';
 
 const PATH = '/api/v2/admin/events/custom/batch';
 
@@ -19,7 +21,7 @@ describe('POST /events/custom/batch over HTTP', () => {
   const event = (extra: Record<string, unknown> = {}) => ({ eventName: 'purchase', userId: alice.id, communityId: community, nonce: nonce(), ...extra });
 
   beforeAll(async () => {
-    t = await startTestService();
+    t = await startTestService({ env: { WEBHOOK_ALLOW_PRIVATE_ADDRESSES: 'true' }, jobOptions: { pollMs: 100 } });
     acme = await t.createOrganisation('acme');
     beta = await t.createOrganisation('beta');
     for (const [tenant, set] of [
@@ -175,6 +177,23 @@ describe('POST /events/custom/batch over HTTP', () => {
     const [stored] = await t.service.store.readStream(`customevent-${response.body[3].event.id as string}`);
     expect(stored!.data).toMatchObject({ organisationId: beta.organisationId, communityId: betaCommunity });
     expect((await batch([used], acme)).body[0].event.userId).toBe(alice.id);
+  });
+
+  it('delivers each logged event of a batch to webhooks as custom_event.logged, signed', async () => {
+    const receiver = await startReceiver();
+    try {
+      const hook = await t.request('POST', '/api/v2/admin/webhooks', { ...as(acme), body: { url: receiver.url, eventTypes: ['custom_event.logged'] } });
+      expect(hook.status).toBe(201);
+      const response = await batch([event({ eventName: 'hooked-1' }), event({ eventName: '' }), event({ eventName: 'hooked-2', payload: { n: 2 } })]);
+      expect(response.body.map((result: { status: number }) => result.status)).toEqual([200, 400, 200]);
+      const hooked = () => receiver.ofType('custom_event.logged').filter((entry) => String(entry.json.data.name).startsWith('hooked-'));
+      await waitUntil(() => hooked().length >= 2, 30_000, 'two custom_event.logged deliveries');
+      const documents = hooked().map((entry) => receiver.verify(hook.body.secret, entry) as { data: { id: string; name: string; payload: unknown } });
+      expect(documents.map((document) => document.data.name).sort()).toEqual(['hooked-1', 'hooked-2']);
+      expect(documents.find((document) => document.data.name === 'hooked-2')!.data).toMatchObject({ id: response.body[2].event.id, payload: { n: 2 } });
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('401 without a token, and nothing appended', async () => {
