@@ -20,6 +20,8 @@ export interface CommandPart<Command = any, Event extends DomainEvent = any, Sta
   command: Command;
   /** The stream is named by an id made for this command: decided on the initial state without a read (a clash is a conflict, then read). */
   newStream?: boolean;
+  /** False for a stream written once and not decided on again soon (a custom event's): its state is not kept in the cache, where it would push out states that are. */
+  keep?: boolean;
   /** True of a state on which this part's verdict is final (it rests on facts that never change once recorded): a cached one is trusted unread. */
   lasting?: (state: State) => boolean;
 }
@@ -168,7 +170,7 @@ function rememberAppended(states: StreamStates, decided: Decided[], results: App
   const revisions = new Map(results.map((result) => [result.stream, result.nextExpectedRevision]));
   for (const d of decided) {
     const revision = revisions.get(d.part.stream);
-    if (d.events.length === 0 || revision === undefined) continue;
+    if (d.events.length === 0 || revision === undefined || d.part.keep === false) continue;
     // Only an append right on top of the decided state is known to hold exactly these events (a job's
     // re-append of known ids answers with the first append's revision, decided on another state).
     const base = d.expectedRevision === 'no_stream' ? -1n : d.expectedRevision;

@@ -102,6 +102,7 @@ export async function customEventParts(ctx: ServiceContext, caller: Caller, body
   const logEvent = (user: ResolvedUser): CommandPart<CustomEventCommand> => ({
     stream: `customevent-${eventId}`,
     newStream: true,
+    keep: false,
     decider: customEventDecider,
     command: {
       type: 'LogCustomEvent',

@@ -41,6 +41,11 @@ export class StreamStates {
     return this.entries.size;
   }
 
+  /** Whether a state of this stream is kept (without counting as a use). */
+  has(stream: string): boolean {
+    return this.entries.has(stream);
+  }
+
   /** The cached state (unchecked), else the whole stream read and folded. */
   async load<State>(store: EventStore, stream: string, decider: Folding<State>): Promise<LoadedState<State>> {
     const entry = this.entryOf(stream, decider);

@@ -59,6 +59,10 @@ describe('the command pipeline on PostgreSQL: cached stream states, one path for
     const byExternalId = await counted(() => logCustomEvent(t.service, callerNow(), body({ userId: 'crm-alice', nonce: newId() })));
     expect(byExternalId.result.response.status).toBe(200);
     expect(streamReads(byExternalId.statements)).toEqual([]);
+    // A custom event's own stream is written once and not kept: the cache does not grow with every event.
+    const states = streamStatesOf(t.service.store);
+    expect(states.has(`customevent-${(byPlatformId.result.response.body as { id: string }).id}`)).toBe(false);
+    expect(states.has(`user-${alice}`) && states.has(`community-${community}`)).toBe(true);
     console.info(
       `statements per custom event, known user, cached: by platform id ${byPlatformId.statements.length}, by external id with a nonce ${byExternalId.statements.length}\n` +
         [...byPlatformId.statements, '--', ...byExternalId.statements].join('\n'),
