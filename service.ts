@@ -1,6 +1,6 @@
 import type { Express } from 'express';
 import { Migrator, type Kysely, type Migration } from 'kysely';
-import type { ServiceContext } from './command-api/context.ts';
+import type { ServiceContext } from './api/context.ts';
 import { communityCommands } from './command-api/communities.ts';
 import { domainCommands } from './command-api/domains.ts';
 import { leaderboardCommands } from './command-api/leaderboards.ts';
@@ -19,7 +19,7 @@ import { inBackground, openPostgres, waitForPostgres, type Database } from './in
 import { openEmbeddedPostgres, type EmbeddedPostgres } from './infra/embedded-postgres.ts';
 import type { EventStore } from './infra/event-store/port.ts';
 import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/postgres.ts';
-import { ApiDescription } from './infra/http/api-description.ts';
+import { ApiDescription } from './api/api-description.ts';
 import { errorHandler, unknownRoute } from './infra/http/errors.ts';
 import { createHttpApp } from './infra/http/plumbing.ts';
 import { RateLimits } from './infra/http/rate-limits.ts';

@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { runConsoleOperation, type ConsoleOperationName } from '../command-api/console.ts';
+import { runConsoleOperation, type ConsoleOperationName } from './console-operations.ts';
 import type { Config } from '../infra/config.ts';
 import { inBackground } from '../infra/database.ts';
 import { openService, type Service } from '../service.ts';

@@ -15,7 +15,7 @@ import { CliError, printRecord, printTable, type WriteLine } from './output.ts';
 /**
  * The logic of the analyst and operator commands (`engage streams`, `replay`, `projections`, `jobs`),
  * apart from commander, so tests call it directly. Every read goes through console operations
- * (command-api/console.ts), page by page.
+ * (cli/console-operations.ts), page by page.
  */
 export interface CliContext {
   run: RunOperation;

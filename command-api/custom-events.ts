@@ -10,14 +10,14 @@ import {
 } from '../domain/custom-event.ts';
 import { userDecider, type NewUserProfile } from '../domain/user.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { customEventSchema, logCustomEventBody } from '../infra/contract/custom-events.ts';
+import { customEventSchema, logCustomEventBody } from '../api/contract/custom-events.ts';
 import type { EventStore } from '../infra/event-store/port.ts';
-import { errorBodySchema, type ApiDescription } from '../infra/http/api-description.ts';
+import { errorBodySchema, type ApiDescription } from '../api/api-description.ts';
 import { conflict } from '../infra/http/errors.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { eventMetadata, parse } from '../api/routes.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { foldStream, type CommandPart } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { createUserParts, externalUserIdStream } from './users.ts';
 import { runCommand } from './run-command.ts';
 import { communityChecks } from './reference-checks.ts';

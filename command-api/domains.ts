@@ -3,11 +3,10 @@ import { Router } from 'express';
 import { fold } from '../domain/decider.ts';
 import { domainNameDecider, organisationDecider, verificationRecordName, type OrganisationEvent } from '../domain/organisation.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { registerDomainBody, registeredDomainSchema, removeDomainBody, removedDomainSchema } from '../infra/contract/domains.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
-import type { ServiceContext } from './context.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
+import { registerDomainBody, registeredDomainSchema, removeDomainBody, removedDomainSchema } from '../api/contract/domains.ts';
+import type { ApiDescription } from '../api/api-description.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { runCommand } from './run-command.ts';
 import { runSettledCommand } from './settled-command.ts';
 

@@ -21,7 +21,7 @@ import { STANDINGS_PROJECTION } from '../projectors/leaderboard-standings.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
 import { rankedStandings } from '../query-api/leaderboard-standings.ts';
 import { foldStream } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { appendDecided } from './jobs.ts';
 
 /** How long a settling job waits for the read models to reach the log's head before it fails and is retried. */

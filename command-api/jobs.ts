@@ -12,7 +12,7 @@ import { userTokenKey } from '../infra/user-tokens.ts';
 import { DOMAIN_VERIFICATION_JOB, type DomainVerificationJob } from '../process-managers/domain-verification.ts';
 import { INVITATION_EMAIL_JOB } from '../projectors/invitations.ts';
 import { foldStream } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { engagementJobHandlers } from './engagement-jobs.ts';
 import { webhookJobHandlers } from './webhook-jobs.ts';
 

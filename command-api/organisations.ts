@@ -6,7 +6,7 @@ import { notFound, serviceUnavailable } from '../infra/http/errors.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
 import { handleCommand } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { ownerOf, recordTokenOwner, tokenLookupStream } from './id-lookups.ts';
 
 /**

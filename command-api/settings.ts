@@ -1,12 +1,11 @@
 import { Router } from 'express';
 import { organisationDecider } from '../domain/organisation.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { changeSettingsBody, settingsSchema } from '../infra/contract/domains.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { changeSettingsBody, settingsSchema } from '../api/contract/domains.ts';
+import type { ApiDescription } from '../api/api-description.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
 import { readSettings } from '../query-api/settings.ts';
-import type { ServiceContext } from './context.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { runSettledCommand } from './settled-command.ts';
 
 export function settingsCommands(ctx: ServiceContext, admin: ApiDescription): Router {

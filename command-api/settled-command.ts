@@ -1,10 +1,10 @@
 import type { Request, Response } from 'express';
 import { tenantOf } from '../infra/auth.ts';
 import { serviceUnavailable } from '../infra/http/errors.ts';
-import { eventMetadata, setEventPosition } from '../infra/http/request-context.ts';
+import { eventMetadata, setEventPosition } from '../api/routes.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
 import { fingerprintOf, handleCommand, idempotencyKeyOf, type CommandPart, type Idempotency } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 
 /**
  * A write whose effect must hold from the very next request (a removed domain's tokens, changed settings):

@@ -23,7 +23,7 @@ import {
   type WebhookReplayJob,
 } from '../process-managers/webhook-deliveries.ts';
 import { foldStream } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { appendDecided } from './jobs.ts';
 
 /** Events of the log one replay job reads (a page); the next page is the next job. */

@@ -1,15 +1,15 @@
 import { Router } from 'express';
 import type { Kysely } from 'kysely';
 import { tenantOf } from '../infra/auth.ts';
-import { gameConfigSchema, gameView } from '../infra/contract/games.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { gameConfigSchema, gameView } from '../api/contract/games.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { readYourWrites } from '../infra/http/request-context.ts';
+import { readYourWrites } from './read-your-writes.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import type { GameTables } from '../projectors/games.ts';
 import { allocationFigures, allocationIdsOf, withFigures } from './rewards.ts';
-import { minPositionHeader } from '../infra/http/request-context.ts';
+import { minPositionHeader } from './read-your-writes.ts';
 
 export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();

@@ -1,7 +1,7 @@
 import { Router, type Express } from 'express';
 import { sql, type Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import type { EventStore } from '../infra/event-store/port.ts';
 import { errorHandler, unknownRoute } from '../infra/http/errors.ts';
 import { createHttpApp } from '../infra/http/plumbing.ts';

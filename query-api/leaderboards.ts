@@ -3,12 +3,13 @@ import type { Kysely, Selectable } from 'kysely';
 import type { LeaderboardConfig } from '../domain/leaderboard.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { notFound } from '../infra/http/errors.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import { leaderboardConfigSchema, leaderboardDistributionSchema } from '../infra/contract/leaderboards.ts';
+import type { ApiDescription } from '../api/api-description.ts';
+import { pageOf } from '../api/contract/common.ts';
+import { leaderboardConfigSchema, leaderboardDistributionSchema } from '../api/contract/leaderboards.ts';
 import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
-import type { ServiceContext } from '../command-api/context.ts';
+import { parse } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
+import type { ServiceContext } from '../api/context.ts';
 import type { LeaderboardRankRewardRow, LeaderboardRow, LeaderboardTables } from '../projectors/leaderboards.ts';
 import { allocationFigures, allocationIdsOf, withFigures } from './rewards.ts';
 

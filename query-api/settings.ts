@@ -1,12 +1,12 @@
 import { Router } from 'express';
 import type { Kysely } from 'kysely';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
 import type { RateLimitDefaults } from '../infra/config.ts';
-import { domainListSchema, settingsSchema } from '../infra/contract/domains.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { domainListSchema, settingsSchema } from '../api/contract/domains.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { minPositionHeader, readYourWrites } from '../infra/http/request-context.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { verificationRecordName } from '../domain/organisation.ts';
 import type { OrganisationTables } from '../projectors/organisations.ts';
 

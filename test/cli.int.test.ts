@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runConsoleOperation } from '../command-api/console.ts';
+import { runConsoleOperation } from '../cli/console-operations.ts';
 import {
   driveIn,
   jobsStatus,

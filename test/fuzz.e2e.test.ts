@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorBodySchema } from '../infra/http/api-description.ts';
+import { errorBodySchema } from '../api/api-description.ts';
 import { encodeBody, operationsOf, toJsonText, requestArbitrary, SchemaArbitraries, type GeneratedRequest, type Operation, type World } from './support/openapi-fuzz.ts';
 import { adminOf, block } from './support/programme.ts';
 import { asTenant, PLATFORM_DOMAIN, startTestService, type Tenant, type TestService } from './support/service.ts';

@@ -15,7 +15,7 @@ import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQue
 import openapiTS, { astToString } from 'openapi-typescript';
 import { pino } from 'pino';
 import prettier from 'prettier';
-import type { ServiceContext } from '../../command-api/context.ts';
+import type { ServiceContext } from '../../api/context.ts';
 import { loadConfig } from '../../infra/config.ts';
 import { systemClock } from '../../infra/clock.ts';
 import type { Database } from '../../infra/database.ts';

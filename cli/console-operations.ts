@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { notFound } from '../infra/http/errors.ts';
-import { parse } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { projections } from '../projectors/index.ts';
 import { prepareProjections, projectionStatus } from '../projectors/runtime/index.ts';
@@ -18,9 +18,9 @@ import {
 import { jobsStatus } from '../infra/job-status.ts';
 import { underStartupLock } from '../infra/startup-lock.ts';
 import { migrate } from '../service.ts';
-import type { ServiceContext } from './context.ts';
-import { backfillIdLookups } from './id-lookups.ts';
-import { createOrganisation, createOrganisationInput, issueToken, issueTokenInput, revokeToken, revokeTokenInput } from './organisations.ts';
+import type { ServiceContext } from '../api/context.ts';
+import { backfillIdLookups } from '../command-api/id-lookups.ts';
+import { createOrganisation, createOrganisationInput, issueToken, issueTokenInput, revokeToken, revokeTokenInput } from '../command-api/organisations.ts';
 
 interface ConsoleOperation<Schema extends z.ZodType> {
   input: Schema;
