@@ -1,6 +1,5 @@
 import type { Express } from 'express';
 import { Migrator, type Kysely, type Migration } from 'kysely';
-import type { ServiceContext } from './api/context.ts';
 import { communityCommands } from './command-api/communities.ts';
 import { domainCommands } from './command-api/domains.ts';
 import { leaderboardCommands } from './command-api/leaderboards.ts';
@@ -54,8 +53,14 @@ import { bullmqJobRunner, inProcessJobRunner, jobMigrations, type JobRunner, typ
 import { jobHandlers, type OutsideWorld } from './command-api/jobs.ts';
 import type { Redis } from 'ioredis';
 import { systemClock, type Clock } from './infra/clock.ts';
+import type { CommandContext, CommandReads, ReadModel } from './command-api/read-port.ts';
+import { readSettings } from './query-api/settings.ts';
+import { rankedStandings } from './query-api/leaderboard-standings.ts';
+import { STANDINGS_PROJECTION } from './projectors/leaderboard-standings.ts';
+import { waitForProjections } from './projectors/runtime/index.ts';
+import { ENGINE_PROCESS, readEntriesForDraw } from './process-managers/engagement-engine/index.ts';
 
-export interface Service extends ServiceContext {
+export interface Service extends CommandContext {
   app: Express;
   runner: ProjectionRunner;
   jobs: JobRunner;
@@ -124,7 +129,7 @@ export async function openService(config: Config, logger: Logger, options: Servi
       ),
     );
     const clock = options.clock ?? systemClock;
-    const ctx: ServiceContext = { config, database, store, logger, clock };
+    const ctx: CommandContext = { config, database, store, logger, clock, reads: commandReads(database.db, config) };
     // Batches take at most half the pool, so the API keeps connections whatever the projections do.
     const runner = new ProjectionRunner(database, store, projections, logger, {
       concurrency: Math.max(1, Math.floor(config.databasePoolSize / 2)),
@@ -204,7 +209,7 @@ async function runMigrations(db: Kysely<any>, migrations: Record<string, Migrati
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
-function composeApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics, rateLimits: RateLimits): Express {
+function composeApp(ctx: CommandContext, redis: Redis | null, metrics: Metrics, rateLimits: RateLimits): Express {
   const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics, ctx.config.logRequests);
   app.set('trust proxy', ctx.config.trustProxy);
   app.locals.clock = ctx.clock;
@@ -228,7 +233,7 @@ function composeApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics, 
  * document. Declaring them touches no store, so the documents can be written without a running service
  * (`clients/typescript/generate.ts`).
  */
-export function apiFamilies(ctx: ServiceContext) {
+export function apiFamilies(ctx: CommandContext) {
   const admin = new ApiDescription('admin', 'engage admin API', 'Configure an organisation: leaderboards and everything a programme needs.');
   const adminRoutes = [
     domainCommands(ctx, admin),
@@ -275,3 +280,22 @@ export function apiFamilies(ctx: ServiceContext) {
 }
 
 export type { Database };
+
+/** The projection behind each read model a command may wait for. */
+const PROJECTION_OF: Record<ReadModel, string> = { tenancy: 'organisations', 'engagement-engine': ENGINE_PROCESS, standings: STANDINGS_PROJECTION };
+
+/** The command side's read port, answered by the read side (projection checkpoints, the settings, the standings, the engine's entries). */
+export function commandReads(db: Database['db'], config: Config): CommandReads {
+  return {
+    caughtUp: (readModels, position, timeoutMs) =>
+      waitForProjections(
+        db,
+        readModels.map((readModel) => PROJECTION_OF[readModel]),
+        position,
+        timeoutMs,
+      ),
+    settings: (organisationId) => readSettings(db, organisationId, config.rateLimits),
+    rankedStandings: (leaderboardId, windowStart) => rankedStandings(db, leaderboardId, windowStart),
+    entriesForDraw: (rewardId) => readEntriesForDraw(db, rewardId),
+  };
+}

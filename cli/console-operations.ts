@@ -18,13 +18,13 @@ import {
 import { jobsStatus } from '../infra/job-status.ts';
 import { underStartupLock } from '../infra/startup-lock.ts';
 import { migrate } from '../service.ts';
-import type { ServiceContext } from '../api/context.ts';
+import type { CommandContext } from '../command-api/read-port.ts';
 import { backfillIdLookups } from '../command-api/id-lookups.ts';
 import { createOrganisation, createOrganisationInput, issueToken, issueTokenInput, revokeToken, revokeTokenInput } from '../command-api/organisations.ts';
 
 interface ConsoleOperation<Schema extends z.ZodType> {
   input: Schema;
-  run(ctx: ServiceContext, input: z.infer<Schema>, metadata: EventMetadata): Promise<unknown>;
+  run(ctx: CommandContext, input: z.infer<Schema>, metadata: EventMetadata): Promise<unknown>;
 }
 
 const operation = <Schema extends z.ZodType>(op: ConsoleOperation<Schema>) => op;
@@ -94,7 +94,7 @@ function notFoundProjection(name: string): never {
   throw notFound(`No projection named ${name}; known: ${projections.map((p) => p.name).join(', ')}`);
 }
 
-export async function runConsoleOperation(ctx: ServiceContext, name: string, input: unknown, actor: string): Promise<unknown> {
+export async function runConsoleOperation(ctx: CommandContext, name: string, input: unknown, actor: string): Promise<unknown> {
   const op = consoleOperations[name as ConsoleOperationName] as ConsoleOperation<z.ZodType> | undefined;
   if (!op) throw notFound(`No console operation ${name}`);
   const metadata: EventMetadata = { actor, occurredAt: new Date().toISOString() };

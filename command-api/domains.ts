@@ -6,11 +6,11 @@ import { tenantOf } from '../infra/auth.ts';
 import { registerDomainBody, registeredDomainSchema, removeDomainBody, removedDomainSchema } from '../api/contract/domains.ts';
 import type { ApiDescription } from '../api/api-description.ts';
 import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
-import type { ServiceContext } from '../api/context.ts';
+import type { CommandContext } from './read-port.ts';
 import { runCommand } from './run-command.ts';
 import { runSettledCommand } from './settled-command.ts';
 
-export function domainCommands(ctx: ServiceContext, admin: ApiDescription): Router {
+export function domainCommands(ctx: CommandContext, admin: ApiDescription): Router {
   const router = Router();
 
   admin.route(

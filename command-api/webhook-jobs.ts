@@ -15,13 +15,8 @@ import type { EventStore, RecordedEvent, StreamAppend } from '../infra/event-sto
 import { scheduleJob, type JobContext, type JobHandler } from '../infra/jobs.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { sendWebhook, webhookSecret } from '../infra/webhook-sender.ts';
-import {
-  WEBHOOK_DELIVERY_JOB,
-  WEBHOOK_REPLAY_JOB,
-  deliveryRequests,
-  type WebhookDeliveryJob,
-  type WebhookReplayJob,
-} from '../process-managers/webhook-deliveries.ts';
+import { WEBHOOK_DELIVERY_JOB, WEBHOOK_REPLAY_JOB, type WebhookDeliveryJob, type WebhookReplayJob } from '../domain/jobs.ts';
+import { deliveryRequests } from '../process-managers/webhook-deliveries.ts';
 import { foldStream } from './command-handling.ts';
 import type { ServiceContext } from '../api/context.ts';
 import { appendDecided } from './jobs.ts';

@@ -6,14 +6,14 @@ import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runConsoleOperation } from '../cli/console-operations.ts';
-import type { ServiceContext } from '../api/context.ts';
+import type { CommandContext } from '../command-api/read-port.ts';
 import { CSV_COLUMNS, replay, type CliContext, type ReplayOptions } from '../cli/operations.ts';
 import { systemClock } from '../infra/clock.ts';
 import { loadConfig } from '../infra/config.ts';
 import type { ExportedEvent } from '../infra/event-store/browse.ts';
 import { categoryOf, formatPosition } from '../infra/event-store/port.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
-import { migrate } from '../service.ts';
+import { commandReads, migrate } from '../service.ts';
 import { freshDatabase, type TestDatabase } from './support/databases.ts';
 import { waitUntil } from './support/projections.ts';
 
@@ -36,12 +36,14 @@ beforeAll(async () => {
   test = await freshDatabase();
   await migrate(test.database.db);
   store = new PostgresEventStore(test.database);
-  const ctx: ServiceContext = {
-    config: loadConfig({ LOG_LEVEL: 'silent' }),
+  const config = loadConfig({ LOG_LEVEL: 'silent' });
+  const ctx: CommandContext = {
+    config,
     database: test.database,
     store,
     logger: pino({ level: 'silent' }),
     clock: systemClock,
+    reads: commandReads(test.database.db, config),
   };
   const out = new PassThrough().resume();
   const err = new PassThrough().resume();
