@@ -14,7 +14,7 @@ import { customEventLinkCommands, customEventLinkRedemption } from './command-ap
 import { variableConfigCommands } from './command-api/variable-configs.ts';
 import { requireApiToken } from './infra/auth.ts';
 import type { Config } from './infra/config.ts';
-import { inBackground, openPostgres, waitForPostgres, type Database } from './infra/database.ts';
+import { inBackground, openPostgres, waitForPostgres, withTableTypes, type Database } from './infra/database.ts';
 import { openEmbeddedPostgres, type EmbeddedPostgres } from './infra/embedded-postgres.ts';
 import type { EventStore } from './infra/event-store/port.ts';
 import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/postgres.ts';
@@ -200,12 +200,12 @@ export async function migrate(db: Kysely<any>): Promise<string[]> {
 async function runMigrations(db: Kysely<any>, migrations: Record<string, Migration>, table: string): Promise<string[]> {
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => migrations },
+    provider: { getMigrations: () => Promise.resolve(migrations) },
     migrationTableName: table,
     migrationLockTableName: `${table}_lock`,
   });
   const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error;
+  if (error) throw error instanceof Error ? error : new Error('Migration failed', { cause: error });
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
@@ -220,7 +220,14 @@ function composeApp(ctx: CommandContext, redis: Redis | null, metrics: Metrics, 
   const { admin, integration, analytics } = apiFamilies(ctx);
   for (const family of [admin, integration, analytics]) {
     const mount = `/api/v2/${family.description.family}`;
-    app.use(mount, family.description.router(), refuseBlockedAddresses, requireApiToken(db, family.description.family), limitApiToken, ...family.routes);
+    app.use(
+      mount,
+      family.description.router(),
+      refuseBlockedAddresses,
+      requireApiToken(withTableTypes(db), family.description.family),
+      limitApiToken,
+      ...family.routes,
+    );
   }
   app.use(unknownRoute);
   app.use(rateLimits.countFailedAuthentication);
@@ -294,8 +301,8 @@ export function commandReads(db: Database['db'], config: Config): CommandReads {
         position,
         timeoutMs,
       ),
-    settings: (organisationId) => readSettings(db, organisationId, config.rateLimits),
-    rankedStandings: (leaderboardId, windowStart) => rankedStandings(db, leaderboardId, windowStart),
+    settings: (organisationId) => readSettings(withTableTypes(db), organisationId, config.rateLimits),
+    rankedStandings: (leaderboardId, windowStart) => rankedStandings(withTableTypes(db), leaderboardId, windowStart),
     entriesForDraw: (rewardId) => readEntriesForDraw(db, rewardId),
   };
 }

@@ -204,11 +204,17 @@ export class ApiDescription {
   }
 }
 
-function queryParameters(query: z.ZodType | undefined, toSchema: (schema: z.ZodType) => Record<string, any>) {
+/** What a query schema's JSON Schema (an object) tells of its parameters. */
+interface QueryJsonSchema {
+  required?: string[];
+  properties?: Record<string, { description?: string }>;
+}
+
+function queryParameters(query: z.ZodType | undefined, toSchema: (schema: z.ZodType) => QueryJsonSchema) {
   if (!query) return [];
   const json = toSchema(query);
   const required = new Set<string>(json.required ?? []);
-  return Object.entries((json.properties ?? {}) as Record<string, any>).map(([name, schema]) => ({
+  return Object.entries(json.properties ?? {}).map(([name, schema]) => ({
     name,
     in: 'query',
     required: required.has(name),

@@ -12,7 +12,8 @@ import { ID_PATTERN } from '../infra/ids.ts';
 /** Metadata every event written on behalf of a request carries. */
 export function eventMetadata(req: Request, res: Response): EventMetadata {
   const tenant = tenantOf(res);
-  const requestId = String(req.id);
+  // createHttpApp's genReqId always makes a string.
+  const requestId = typeof req.id === 'string' ? req.id : JSON.stringify(req.id);
   return {
     organisationId: tenant.organisationId,
     actor: tenant.tokenId,

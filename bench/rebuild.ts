@@ -111,7 +111,7 @@ export async function benchRebuild(): Promise<RebuildResult> {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     let errors = '';
-    child.stderr!.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (errors += chunk.toString()));
     const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
     const usage = processSampler(child.pid!);
     const swappedAt = new Map<string, number>();

@@ -66,7 +66,7 @@ async function measure(env: Record<string, string>): Promise<{ cpuMsPerEvent: nu
   const server = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], { env: serverEnv, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     let log = '';
-    server.stdout!.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));
+    server.stdout.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));
     while (!log.includes('engage listening')) {
       if (server.exitCode !== null) throw new Error(`the server exited:\n${log}`);
       await sleep(100);

@@ -22,12 +22,12 @@ import type { CommandContext } from '../command-api/read-port.ts';
 import { backfillIdLookups } from '../command-api/id-lookups.ts';
 import { createOrganisation, createOrganisationInput, issueToken, issueTokenInput, revokeToken, revokeTokenInput } from '../command-api/organisations.ts';
 
-interface ConsoleOperation<Schema extends z.ZodType> {
+interface ConsoleOperation<Schema extends z.ZodType, Result> {
   input: Schema;
-  run(ctx: CommandContext, input: z.infer<Schema>, metadata: EventMetadata): Promise<unknown>;
+  run(ctx: CommandContext, input: z.infer<Schema>, metadata: EventMetadata): Promise<Result>;
 }
 
-const operation = <Schema extends z.ZodType>(op: ConsoleOperation<Schema>) => op;
+const operation = <Schema extends z.ZodType, Result>(op: ConsoleOperation<Schema, Result>) => op;
 
 /** What the `engage` CLI can do: it runs them in its own process, against the database. */
 export const consoleOperations = {
@@ -90,13 +90,23 @@ export const consoleOperations = {
 
 export type ConsoleOperationName = keyof typeof consoleOperations;
 
+/** What an operation answers, by name. */
+export type ConsoleOperationResult<Name extends ConsoleOperationName> = Awaited<ReturnType<(typeof consoleOperations)[Name]['run']>>;
+
 function notFoundProjection(name: string): never {
   throw notFound(`No projection named ${name}; known: ${projections.map((p) => p.name).join(', ')}`);
 }
 
-export async function runConsoleOperation(ctx: CommandContext, name: string, input: unknown, actor: string): Promise<unknown> {
-  const op = consoleOperations[name as ConsoleOperationName] as ConsoleOperation<z.ZodType> | undefined;
+export async function runConsoleOperation<Name extends ConsoleOperationName>(
+  ctx: CommandContext,
+  name: Name,
+  input: unknown,
+  actor: string,
+): Promise<ConsoleOperationResult<Name>> {
+  // Looked up by a name that may come from outside the type system (a script): unknown names are a 404.
+  const op = consoleOperations[name] as ConsoleOperation<z.ZodType, unknown> | undefined;
   if (!op) throw notFound(`No console operation ${name}`);
   const metadata: EventMetadata = { actor, occurredAt: new Date().toISOString() };
-  return op.run(ctx, parse(op.input, input), metadata);
+  // The operation of that name answers that operation's result (the map above pairs them).
+  return (await op.run(ctx, parse(op.input, input), metadata)) as ConsoleOperationResult<Name>;
 }

@@ -26,6 +26,8 @@ export function printTable(rows: Record<string, unknown>[], columns: string[], w
 function format(value: unknown): string {
   if (value === null || value === undefined) return '-';
   if (typeof value === 'number') return Number.isInteger(value) ? String(value) : value.toFixed(2);
+  if (value instanceof Date) return String(value);
+  if (typeof value === 'object') return JSON.stringify(value);
   return String(value);
 }
 

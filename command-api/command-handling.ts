@@ -105,7 +105,7 @@ export async function handleCommand(
         Promise.all(
           parts.map(async (part) => {
             const recorded = await store.readStream(part.stream);
-            const state = fold(part.decider, recorded.map((event) => ({ type: event.type, data: event.data })) as DomainEvent[]);
+            const state: unknown = fold(part.decider, recorded.map((event) => ({ type: event.type, data: event.data })) as DomainEvent[]);
             const events = part.decider.decide(part.command, state) as DomainEvent[];
             const last = recorded[recorded.length - 1];
             return { part, events, expectedRevision: last ? last.revision : ('no_stream' as const) };

@@ -1,6 +1,6 @@
 import { Router, type Request } from 'express';
 import { allocationDecider, isLive, type AllocationEvent, type RewardAllocation } from '../domain/allocation.ts';
-import { rewardDecider, type RewardDefinition, type RewardEvent, type RewardState } from '../domain/reward.ts';
+import { rewardDecider, type RewardCommand, type RewardDefinition, type RewardEvent, type RewardState } from '../domain/reward.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { allocationOutput } from '../api/contract/distribution.ts';
 import { createAllocationBody, createRewardBody, rewardSchema, updateRewardBody, type CreateRewardBody } from '../api/contract/rewards.ts';
@@ -89,7 +89,7 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
             stream: `reward-${rewardId}`,
             decider: {
               ...rewardDecider,
-              decide(command, state) {
+              decide(command: RewardCommand, state: RewardState) {
                 decidedOn = state;
                 return rewardDecider.decide(command, state);
               },

@@ -125,14 +125,14 @@ export async function openPostgres(connectionString: string, options: PostgresOp
   let control: ControlSession | null = null;
   return {
     db,
-    async listen(channel, onNotify) {
+    listen(channel, onNotify) {
       const listener = new ResilientListener(connectionString, `${applicationName}:listen`, channel, onNotify, timeouts);
       listeners.add(listener);
       listener.start();
-      return async () => {
+      return Promise.resolve(async () => {
         listeners.delete(listener);
         await listener.stop();
-      };
+      });
     },
     async openDedicatedSession() {
       // Waits for other processes' start-up work (an advisory lock held through their migrations): background limits.
@@ -458,5 +458,5 @@ export type UntypedDb = Kysely<any>;
  * `withTables` does, without its index-signature constraint, which interfaces do not meet).
  */
 export function withTableTypes<Tables>(db: UntypedDb): Kysely<Tables> {
-  return db;
+  return db as Kysely<Tables>;
 }

@@ -344,7 +344,8 @@ async function startServer(
     );
     closeSync(logFd);
     child.unref();
-    let exited: string | null = null;
+    // Set by the child's callbacks: typed wider than its initial null, which control flow would keep.
+    let exited = null as string | null;
     child.once('exit', (code, signal) => (exited = signal ?? `exit code ${code}`));
     child.once('error', (error) => (exited = error.message));
     for (;;) {
@@ -661,7 +662,7 @@ async function platformBinaries(): Promise<Binaries> {
 function hydrateSymlinks(nativeDir: string): void {
   let links: { source: string; target: string }[];
   try {
-    links = JSON.parse(readFileSync(join(nativeDir, 'pg-symlinks.json'), 'utf8'));
+    links = JSON.parse(readFileSync(join(nativeDir, 'pg-symlinks.json'), 'utf8')) as typeof links;
   } catch {
     return;
   }

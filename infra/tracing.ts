@@ -102,10 +102,10 @@ export async function startTracing(defaults: { serviceName: string }): Promise<b
       // Every router the request passes through would be a span of its own: the middleware and the handler say enough.
       new ExpressInstrumentation({
         ignoreLayersType: [ExpressLayerType.ROUTER],
-        spanNameHook: (info, defaultName) => (info.layerType === ExpressLayerType.REQUEST_HANDLER ? `request handler ${routeLabelOf(info.request) ?? info.route}` : defaultName),
+        spanNameHook: (info, defaultName) => (info.layerType === ExpressLayerType.REQUEST_HANDLER ? `request handler ${routeLabelOf(info.request as object) ?? info.route}` : defaultName),
         requestHook: (span, info) => {
           if (info.layerType !== ExpressLayerType.REQUEST_HANDLER) return;
-          const route = routeLabelOf(info.request) ?? info.route;
+          const route = routeLabelOf(info.request as object) ?? info.route;
           span.setAttributes({ 'http.route': route, 'express.name': route });
         },
       }),
@@ -166,7 +166,7 @@ function contextOf(carrier: Record<string, unknown> | null | undefined): SpanCon
 export function activeTraceContext(active: Context = context.active()): Record<string, string> | undefined {
   if (!tracing || !trace.getSpan(active)) return undefined;
   const carrier: Record<string, string> = {};
-  tracing.propagator.inject(active, carrier, { set: (target, key, value) => (target[key] = value) });
+  tracing.propagator.inject(active, carrier, { set: (target: Record<string, string>, key, value) => (target[key] = value) });
   return carrier.traceparent ? carrier : undefined;
 }
 

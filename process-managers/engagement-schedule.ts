@@ -98,7 +98,7 @@ export const engagementSchedule = defineProcessManager<ScheduleState, ScheduleEv
       'schedule_organisations',
       named.map(({ organisationId }) => organisationId),
     );
-    const schedule = new Schedule(leaderboards, zones, context.schedule);
+    const schedule = new Schedule(leaderboards, zones, (job) => context.schedule(job));
 
     for (const event of events) {
       switch (event.type) {

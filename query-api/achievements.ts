@@ -18,12 +18,13 @@ import { ACHIEVEMENTS_PROJECTION, type AchievementRow, type AchievementTables } 
 import type { CommunityTables } from '../projectors/communities.ts';
 import { iso } from './communities.ts';
 import { requireCommunity } from './events.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 /** `GET /integration/achievements`: what the signed-in user earned. */
 export function achievementQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<AchievementTables> = ctx.database.db;
-  const communities: Kysely<CommunityTables> = ctx.database.db;
+  const db: Kysely<AchievementTables> = withTableTypes(ctx.database.db);
+  const communities: Kysely<CommunityTables> = withTableTypes(ctx.database.db);
   const signedIn = requireUser(userTokenKey(ctx.config));
   const fresh = readYourWrites(db, [ACHIEVEMENTS_PROJECTION, 'communities'], ctx.config.readYourWritesTimeoutMs);
 

@@ -12,6 +12,7 @@ import { notFound } from '../infra/http/errors.ts';
 import { parse } from '../api/routes.ts';
 import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { STEP_ANALYTICS_PROJECTION, type StepAnalyticsTables } from '../projectors/challenge-step-analytics.ts';
+import { withTableTypes } from '../infra/database.ts';
 import {
   count,
   inOneSnapshot,
@@ -38,7 +39,7 @@ type Tables = StepAnalyticsTables & ChallengeDocumentTables & OrganisationSettin
 
 export function challengeStepAnalyticsQueries(ctx: ServiceContext, analytics: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<Tables> = ctx.database.db;
+  const db: Kysely<Tables> = withTableTypes(ctx.database.db);
 
   analytics.route(
     router,

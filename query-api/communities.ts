@@ -13,10 +13,11 @@ import { notFound } from '../infra/http/errors.ts';
 import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
 import { parse } from '../api/routes.ts';
 import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function communityQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<CommunityTables & VariableConfigTables> = ctx.database.db;
+  const db: Kysely<CommunityTables & VariableConfigTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, ['communities'], ctx.config.readYourWritesTimeoutMs);
   const freshConfigs = readYourWrites(db, ['variable_configs'], ctx.config.readYourWritesTimeoutMs);
 

@@ -15,13 +15,14 @@ import type { CommunityTables } from '../projectors/communities.ts';
 import type { CustomEventRow, CustomEventTables, EventCountDimension } from '../projectors/custom-events.ts';
 import type { UserTables } from '../projectors/users.ts';
 import { iso } from './communities.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 /** `GET /integration/events`: the organisation's logged custom events as the contract's event records. */
 export function eventQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<CustomEventTables> = ctx.database.db;
-  const users: Kysely<UserTables> = ctx.database.db;
-  const communities: Kysely<CommunityTables> = ctx.database.db;
+  const db: Kysely<CustomEventTables> = withTableTypes(ctx.database.db);
+  const users: Kysely<UserTables> = withTableTypes(ctx.database.db);
+  const communities: Kysely<CommunityTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(ctx.database.db, ['custom_events', 'users', 'communities'], ctx.config.readYourWritesTimeoutMs);
 
   integration.route(

@@ -10,10 +10,11 @@ import type { ServiceContext } from '../api/context.ts';
 import type { GameTables } from '../projectors/games.ts';
 import { allocationFigures, allocationIdsOf, withFigures } from './rewards.ts';
 import { minPositionHeader } from './read-your-writes.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<GameTables> = ctx.database.db;
+  const db: Kysely<GameTables> = withTableTypes(ctx.database.db);
 
   admin.route(
     router,
@@ -39,7 +40,7 @@ export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router 
         .executeTakeFirst();
       if (!row) throw notFound('Game not found');
       const view = gameView(row.document);
-      const figures = await allocationFigures(ctx.database.db, organisationId, allocationIdsOf(view.distributions));
+      const figures = await allocationFigures(withTableTypes(ctx.database.db), organisationId, allocationIdsOf(view.distributions));
       res.json({ ...view, distributions: view.distributions.map((distribution) => withFigures(distribution, figures)) });
     },
   );

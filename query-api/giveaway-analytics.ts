@@ -10,6 +10,7 @@ import type { ApiDescription } from '../api/api-description.ts';
 import { parse } from '../api/routes.ts';
 import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { GIVEAWAY_ANALYTICS_PROJECTION, type GiveawayAnalyticsTables } from '../projectors/giveaway-analytics.ts';
+import { withTableTypes } from '../infra/database.ts';
 import {
   count,
   dayAfter,
@@ -39,7 +40,7 @@ interface UserEntries {
 
 export function giveawayAnalyticsQueries(ctx: ServiceContext, analytics: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<Tables> = ctx.database.db;
+  const db: Kysely<Tables> = withTableTypes(ctx.database.db);
 
   analytics.route(
     router,

@@ -14,6 +14,7 @@ import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { STANDINGS_PROJECTION, type LeaderboardStandingsTables } from '../projectors/leaderboard-standings.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 /**
  * The columns read here of tables other read models own (`leaderboards`, `organisations`, `users`: the
@@ -63,14 +64,14 @@ function resolveWindow(leaderboard: WindowedLeaderboard, timeZone: string, wante
   if (/^\d{4}-\d{2}-\d{2}$/.test(wanted)) {
     const local = DateTime.fromISO(wanted, { zone: timeZone });
     if (!local.isValid) throw badRequest([{ message: `window: ${wanted} is not a date` }]);
-    return at(local.toUTC().toISO()!);
+    return at(local.toUTC().toISO());
   }
   return at(new Date(wanted).toISOString());
 }
 
 export function standingsQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db: StandingsDb = ctx.database.db;
+  const db: StandingsDb = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, [STANDINGS_PROJECTION], ctx.config.readYourWritesTimeoutMs);
   const signedIn = requireUser(userTokenKey(ctx.config));
 

@@ -12,10 +12,11 @@ import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import type { ServiceContext } from '../api/context.ts';
 import type { LeaderboardRankRewardRow, LeaderboardRow, LeaderboardTables } from '../projectors/leaderboards.ts';
 import { allocationFigures, allocationIdsOf, withFigures } from './rewards.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<LeaderboardTables> = ctx.database.db;
+  const db: Kysely<LeaderboardTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, ['leaderboards'], ctx.config.readYourWritesTimeoutMs);
   const freshDistribution = readYourWrites(db, ['leaderboards', 'reward_allocations'], ctx.config.readYourWritesTimeoutMs);
 
@@ -94,7 +95,7 @@ export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): 
       ]);
       if (!leaderboard) throw notFound('Leaderboard not found');
       const rewards = ranges.map(toRankReward);
-      const figures = await allocationFigures(ctx.database.db, organisationId, allocationIdsOf(rewards));
+      const figures = await allocationFigures(withTableTypes(ctx.database.db), organisationId, allocationIdsOf(rewards));
       res.json({ leaderboardConfigId: leaderboard.id, rewards: rewards.map((reward) => withFigures(reward, figures)) });
     },
   );

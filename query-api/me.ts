@@ -10,6 +10,7 @@ import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { minPositionHeader } from './read-your-writes.ts';
 import { findTeamMember, type TeamMemberTables } from './users.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 const userTokenHeader = {
   name: 'Authorization',
@@ -20,7 +21,7 @@ const userTokenHeader = {
 /** Integration routes for the signed-in end user. */
 export function meQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<TeamMemberTables> = ctx.database.db;
+  const db: Kysely<TeamMemberTables> = withTableTypes(ctx.database.db);
   const signedIn = requireUser(userTokenKey(ctx.config));
   const fresh = readYourWrites(db, ['users'], ctx.config.readYourWritesTimeoutMs);
 

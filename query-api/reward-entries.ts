@@ -16,6 +16,7 @@ import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import type { RewardAssetTables, RewardAssetsTable } from '../projectors/reward-assets.ts';
 import type { RewardEntriesTable, RewardEntryTables } from '../projectors/reward-entries.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export type RewardEntryView = z.infer<typeof rewardEntrySchema>;
 
@@ -45,7 +46,7 @@ type Tables = RewardEntryTables & RewardAssetTables & RewardFactsTables;
 /** The signed-in user's giveaway entries and reward assets (integration family). */
 export function rewardEntryQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<Tables> = ctx.database.db;
+  const db: Kysely<Tables> = withTableTypes(ctx.database.db);
   const signedIn = requireUser(userTokenKey(ctx.config));
   const fresh = readYourWrites(db, READ_MODELS, ctx.config.readYourWritesTimeoutMs);
 

@@ -16,10 +16,11 @@ import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
 import type { RewardAllocationRow, RewardAllocationTables } from '../projectors/reward-allocations.ts';
 import type { RewardRow, RewardTables } from '../projectors/rewards.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function rewardQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<RewardTables & RewardAllocationTables> = ctx.database.db;
+  const db: Kysely<RewardTables & RewardAllocationTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, ['rewards'], ctx.config.readYourWritesTimeoutMs);
   const freshAllocations = readYourWrites(db, ['rewards', 'reward_allocations'], ctx.config.readYourWritesTimeoutMs);
 

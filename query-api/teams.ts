@@ -11,11 +11,12 @@ import { readYourWrites } from './read-your-writes.ts';
 import { minPositionHeader } from './read-your-writes.ts';
 import type { CommunityTables } from '../projectors/communities.ts';
 import { listTeamMembers, type TeamMemberTables } from './users.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function teamQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const members: Kysely<TeamMemberTables> = ctx.database.db;
-  const communities: Kysely<CommunityTables> = ctx.database.db;
+  const members: Kysely<TeamMemberTables> = withTableTypes(ctx.database.db);
+  const communities: Kysely<CommunityTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(ctx.database.db, ['users', 'communities'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(

@@ -16,12 +16,13 @@ import type { ServiceContext } from '../api/context.ts';
 import type { ChallengeTables } from '../projectors/challenges.ts';
 import type { OrganisationTables } from '../projectors/organisations.ts';
 import { minPositionHeader } from './read-your-writes.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export type ChallengeTemplate = z.infer<typeof challengeTemplateSchema>;
 
 export function templateQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<ChallengeTables & OrganisationTables> = ctx.database.db;
+  const db: Kysely<ChallengeTables & OrganisationTables> = withTableTypes(ctx.database.db);
 
   admin.route(
     router,

@@ -12,10 +12,11 @@ import { parse, pathId } from '../api/routes.ts';
 import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { WEBHOOKS_PROJECTION, type WebhookDeliveryRow, type WebhookRow, type WebhookTables } from '../projectors/webhooks.ts';
 import { iso } from './communities.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function webhookQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<WebhookTables> = ctx.database.db;
+  const db: Kysely<WebhookTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, [WEBHOOKS_PROJECTION], ctx.config.readYourWritesTimeoutMs);
   const endpointOf = async (organisationId: string, webhookId: string) => {
     const row = await db

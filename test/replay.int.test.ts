@@ -47,7 +47,7 @@ beforeAll(async () => {
   };
   const out = new PassThrough().resume();
   const err = new PassThrough().resume();
-  cli = { run: (name, input) => runConsoleOperation(ctx, name, input, 'test') as Promise<any>, out, err, progress: true };
+  cli = { run: (name, input) => runConsoleOperation(ctx, name, input, 'test'), out, err, progress: true };
 
   // 40 appends, some to several streams at once, some racing (their transactions interleave), one event
   // without an organisation, payloads with commas, quotes and newlines for the CSV.

@@ -463,7 +463,7 @@ export function requestArbitrary(operation: Operation, schemas: SchemaArbitrarie
           ),
         ];
       }),
-    ) as Record<string, fc.Arbitrary<string>>,
+    ),
   );
 
   const queryPairs = fc.tuple(
