@@ -1,6 +1,5 @@
 import type { Express } from 'express';
 import { Migrator, type Kysely, type Migration } from 'kysely';
-import type { ServiceContext } from './command-api/context.ts';
 import { communityCommands } from './command-api/communities.ts';
 import { domainCommands } from './command-api/domains.ts';
 import { leaderboardCommands } from './command-api/leaderboards.ts';
@@ -15,11 +14,11 @@ import { customEventLinkCommands, customEventLinkRedemption } from './command-ap
 import { variableConfigCommands } from './command-api/variable-configs.ts';
 import { ApiTokens, requireApiToken } from './infra/auth.ts';
 import type { Config } from './infra/config.ts';
-import { inBackground, openPostgres, waitForPostgres, type Database } from './infra/database.ts';
+import { inBackground, openPostgres, waitForPostgres, withTableTypes, type Database } from './infra/database.ts';
 import { openEmbeddedPostgres, type EmbeddedPostgres } from './infra/embedded-postgres.ts';
 import type { EventStore } from './infra/event-store/port.ts';
 import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/postgres.ts';
-import { ApiDescription } from './infra/http/api-description.ts';
+import { ApiDescription } from './api/api-description.ts';
 import { errorHandler, unknownRoute } from './infra/http/errors.ts';
 import { createHttpApp } from './infra/http/plumbing.ts';
 import { RateLimits } from './infra/http/rate-limits.ts';
@@ -54,8 +53,14 @@ import { bullmqJobRunner, inProcessJobRunner, jobMigrations, type JobRunner, typ
 import { jobHandlers, type OutsideWorld } from './command-api/jobs.ts';
 import type { Redis } from 'ioredis';
 import { systemClock, type Clock } from './infra/clock.ts';
+import type { CommandContext, CommandReads, ReadModel } from './command-api/read-port.ts';
+import { readSettings } from './query-api/settings.ts';
+import { rankedStandings } from './query-api/leaderboard-standings.ts';
+import { STANDINGS_PROJECTION } from './projectors/leaderboard-standings.ts';
+import { waitForProjections } from './projectors/runtime/index.ts';
+import { ENGINE_PROCESS, readEntriesForDraw } from './process-managers/engagement-engine/index.ts';
 
-export interface Service extends ServiceContext {
+export interface Service extends CommandContext {
   app: Express;
   runner: ProjectionRunner;
   jobs: JobRunner;
@@ -125,7 +130,7 @@ export async function openService(config: Config, logger: Logger, options: Servi
       ),
     );
     const clock = options.clock ?? systemClock;
-    const ctx: ServiceContext = { config, database, store, logger, clock };
+    const ctx: CommandContext = { config, database, store, logger, clock, reads: commandReads(database.db, config) };
     // Batches take at most half the pool, so the API keeps connections whatever the projections do.
     const runner = new ProjectionRunner(database, store, projections, logger, {
       concurrency: Math.max(1, Math.floor(config.databasePoolSize / 2)),
@@ -196,16 +201,16 @@ export async function migrate(db: Kysely<any>): Promise<string[]> {
 async function runMigrations(db: Kysely<any>, migrations: Record<string, Migration>, table: string): Promise<string[]> {
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => migrations },
+    provider: { getMigrations: () => Promise.resolve(migrations) },
     migrationTableName: table,
     migrationLockTableName: `${table}_lock`,
   });
   const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error;
+  if (error) throw error instanceof Error ? error : new Error('Migration failed', { cause: error });
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
-function composeApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics, rateLimits: RateLimits): Express {
+function composeApp(ctx: CommandContext, redis: Redis | null, metrics: Metrics, rateLimits: RateLimits): Express {
   const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics, ctx.config.logRequests);
   app.set('trust proxy', ctx.config.trustProxy);
   app.locals.clock = ctx.clock;
@@ -213,7 +218,7 @@ function composeApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics, 
   const { refuseBlockedAddresses, limitApiToken } = rateLimits;
   // Tokens from a cache kept exact by the tenancy read model's announcements (infra/auth.ts); it listens on the
   // process's one LISTEN connection, which the service's close ends.
-  const tokens = new ApiTokens(ctx.database.db, ctx.database);
+  const tokens = new ApiTokens(withTableTypes(ctx.database.db), ctx.database);
   app.use(healthRoutes(ctx, redis, metrics));
   const { admin, integration, analytics } = apiFamilies(ctx);
   for (const family of [admin, integration, analytics]) {
@@ -231,7 +236,7 @@ function composeApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics, 
  * document. Declaring them touches no store, so the documents can be written without a running service
  * (`clients/typescript/generate.ts`).
  */
-export function apiFamilies(ctx: ServiceContext) {
+export function apiFamilies(ctx: CommandContext) {
   const admin = new ApiDescription('admin', 'engage admin API', 'Configure an organisation: leaderboards and everything a programme needs.');
   const adminRoutes = [
     domainCommands(ctx, admin),
@@ -278,3 +283,22 @@ export function apiFamilies(ctx: ServiceContext) {
 }
 
 export type { Database };
+
+/** The projection behind each read model a command may wait for. */
+const PROJECTION_OF: Record<ReadModel, string> = { tenancy: 'organisations', 'engagement-engine': ENGINE_PROCESS, standings: STANDINGS_PROJECTION };
+
+/** The command side's read port, answered by the read side (projection checkpoints, the settings, the standings, the engine's entries). */
+export function commandReads(db: Database['db'], config: Config): CommandReads {
+  return {
+    caughtUp: (readModels, position, timeoutMs) =>
+      waitForProjections(
+        db,
+        readModels.map((readModel) => PROJECTION_OF[readModel]),
+        position,
+        timeoutMs,
+      ),
+    settings: (organisationId) => readSettings(withTableTypes(db), organisationId, config.rateLimits),
+    rankedStandings: (leaderboardId, windowStart) => rankedStandings(withTableTypes(db), leaderboardId, windowStart),
+    entriesForDraw: (rewardId) => readEntriesForDraw(db, rewardId),
+  };
+}

@@ -246,7 +246,7 @@ class BulkWriter implements EventSink {
   }
 
   private throwIfFailed(): void {
-    if (this.failure) throw this.failure;
+    if (this.failure) throw this.failure instanceof Error ? this.failure : new Error('An append failed', { cause: this.failure });
   }
 }
 

@@ -66,7 +66,7 @@ async function measure(env: Record<string, string>): Promise<{ cpuMsPerEvent: nu
   const server = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], { env: serverEnv, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     let log = '';
-    server.stdout!.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));
+    server.stdout.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));
     while (!log.includes('engage listening')) {
       if (server.exitCode !== null) throw new Error(`the server exited:\n${log}`);
       await sleep(100);
@@ -138,7 +138,9 @@ export async function run(): Promise<TracingSettingResult[]> {
         result.cpuMsPerEvent.push(Number(measured.cpuMsPerEvent.toFixed(2)));
         result.p50Ms.push(Number(measured.p50.toFixed(1)));
         result.p99Ms.push(Number(measured.p99.toFixed(1)));
-        console.error(`round ${round}/${ROUNDS}: ${result.setting}: ${measured.cpuMsPerEvent.toFixed(2)} ms of CPU per event, p50 ${measured.p50.toFixed(1)} ms`);
+        console.error(
+          `round ${round}/${ROUNDS}: ${result.setting}: ${measured.cpuMsPerEvent.toFixed(2)} ms of CPU per event, p50 ${measured.p50.toFixed(1)} ms`,
+        );
       }
     }
   } finally {

@@ -1,10 +1,11 @@
 import { pino } from 'pino';
-import { runConsoleOperation, type ConsoleOperationName } from '../command-api/console.ts';
+import { runConsoleOperation, type ConsoleOperationName, type ConsoleOperationResult } from './console-operations.ts';
 import type { Config } from '../infra/config.ts';
 import { inBackground } from '../infra/database.ts';
 import { openService, type Service } from '../service.ts';
 
-export type RunOperation = (name: ConsoleOperationName, input: unknown) => Promise<any>;
+/** Runs one console operation; its answer is typed by the operation's name. */
+export type RunOperation = <Name extends ConsoleOperationName>(name: Name, input: unknown) => Promise<ConsoleOperationResult<Name>>;
 
 export interface ConsoleOptions {
   /** Run the projectors in this process while the work lasts (default true). */

@@ -2,7 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { extname } from 'node:path';
 import { MultiBar, Presets, SingleBar } from 'cli-progress';
-import type { ExportedEvent, LogFilter, LogPage, StreamSummary } from '../infra/event-store/browse.ts';
+import type { ExportedEvent, LogFilter, StreamSummary } from '../infra/event-store/browse.ts';
 import { isPosition } from '../infra/event-store/port.ts';
 import type { JobsStatus } from '../infra/job-status.ts';
 import type { ParkedEvent, RebuildProgress, RebuildStarted, RetryOutcome } from '../projectors/maintenance.ts';
@@ -15,7 +15,7 @@ import { CliError, printRecord, printTable, type WriteLine } from './output.ts';
 /**
  * The logic of the analyst and operator commands (`engage streams`, `replay`, `projections`, `jobs`),
  * apart from commander, so tests call it directly. Every read goes through console operations
- * (command-api/console.ts), page by page.
+ * (cli/console-operations.ts), page by page.
  */
 export interface CliContext {
   run: RunOperation;
@@ -73,7 +73,7 @@ export async function streamsList(ctx: CliContext, options: StreamsListOptions =
   let listed = 0;
   while (limit === 0 || listed < limit) {
     const asked = limit === 0 ? 500 : Math.min(500, limit - listed);
-    const page = (await ctx.run('streams.list', { category: options.category, after, limit: asked })) as StreamSummary[];
+    const page = await ctx.run('streams.list', { category: options.category, after, limit: asked });
     if (options.json) await write(ctx.out, ndjson(page));
     else rows.push(...page);
     listed += page.length;
@@ -100,7 +100,7 @@ export async function streamsRead(ctx: CliContext, stream: string, options: Stre
   let read = 0;
   while (limit === 0 || read < limit) {
     const asked = limit === 0 ? 500 : Math.min(500, limit - read);
-    const page = (await ctx.run('streams.read', { stream, from, limit: asked })) as ExportedEvent[];
+    const page = await ctx.run('streams.read', { stream, from, limit: asked });
     if (options.ndjson) await write(ctx.out, ndjson(page));
     else rows.push(...page.map((event) => ({ ...event, data: abbreviate(JSON.stringify(event.data), 60) })));
     read += page.length;
@@ -184,7 +184,7 @@ export async function replay(ctx: CliContext, options: ReplayOptions): Promise<R
   };
   const batchSize = options.batchSize ?? 500;
   const started = Date.now();
-  let total = (await ctx.run('events.count', { after: options.after ?? null, until: options.until })) as number;
+  let total = await ctx.run('events.count', { after: options.after ?? null, until: options.until });
   const toStdout = options.out === '-';
   const file = toStdout ? null : createWriteStream(options.out, { flags: 'w' });
   const sink: NodeJS.WritableStream = file ?? ctx.out;
@@ -218,7 +218,7 @@ export async function replay(ctx: CliContext, options: ReplayOptions): Promise<R
         interrupted = true;
         break;
       }
-      const page = (await ctx.run('events.read', { after: checkpoint, limit: batchSize, filter })) as LogPage;
+      const page = await ctx.run('events.read', { after: checkpoint, limit: batchSize, filter });
       if (failure) throw failure;
       await write(sink, format === 'csv' ? page.events.map(csvLine).join('') : ndjson(page.events));
       events += page.events.length;
@@ -279,7 +279,7 @@ export function printReplayResult(ctx: CliContext, result: ReplayResult): void {
 // ------------------------------------------------------------------------------------------ projections
 
 export async function projectionsStatus(ctx: CliContext, options: { json?: boolean } = {}): Promise<ProjectionStatus[]> {
-  const rows = (await ctx.run('projections.status', {})) as ProjectionStatus[];
+  const rows = await ctx.run('projections.status', {});
   if (options.json) await write(ctx.out, ndjson(rows));
   else
     printTable(
@@ -315,7 +315,7 @@ export interface RebuildResult {
  */
 export async function projectionsRebuild(ctx: CliContext, options: RebuildOptions): Promise<RebuildResult> {
   const writeLine = lineTo(ctx.out);
-  const started = (await ctx.run('projections.rebuild', { names: options.names ?? [], all: options.all ?? false })) as RebuildStarted[];
+  const started = await ctx.run('projections.rebuild', { names: options.names ?? [], all: options.all ?? false });
   if (!options.json) {
     for (const rebuild of started) {
       writeLine(
@@ -355,7 +355,7 @@ export async function projectionsRebuild(ctx: CliContext, options: RebuildOption
   try {
     for (;;) {
       const asked = Date.now();
-      progress = (await ctx.run('projections.progress', { targets })) as RebuildProgress[];
+      progress = await ctx.run('projections.progress', { targets });
       // Counting a large log takes a while: ask at most a fifth of the time, so the rebuild keeps the machine.
       const pause = Math.max(options.pollMs ?? 500, 4 * (Date.now() - asked));
       const seconds = Math.max((Date.now() - startedAt) / 1000, 0.001);
@@ -417,7 +417,7 @@ export function eta(remaining: number, perSecond: number): string {
 }
 
 export async function parkedList(ctx: CliContext, options: { name?: string; json?: boolean } = {}): Promise<ParkedEvent[]> {
-  const rows = (await ctx.run('projections.parked.list', { name: options.name })) as ParkedEvent[];
+  const rows = await ctx.run('projections.parked.list', { name: options.name });
   if (options.json) await write(ctx.out, ndjson(rows));
   else
     printTable(
@@ -430,7 +430,7 @@ export async function parkedList(ctx: CliContext, options: { name?: string; json
 
 /** Applies a parked event again; a failure leaves it parked and rejects with the handler's error. */
 export async function parkedRetry(ctx: CliContext, id: number, options: { json?: boolean } = {}): Promise<RetryOutcome> {
-  const outcome = (await ctx.run('projections.parked.retry', { id })) as RetryOutcome;
+  const outcome = await ctx.run('projections.parked.retry', { id });
   if (options.json) await write(ctx.out, ndjson([outcome]));
   else if (outcome.outcome === 'applied') lineTo(ctx.out)(`Parked event ${id} applied to ${outcome.name} (generation ${outcome.generation}) and removed.`);
   if (outcome.outcome === 'failed') throw new CliError(`Parked event ${id} failed again and stays parked: ${outcome.error}`);
@@ -438,7 +438,7 @@ export async function parkedRetry(ctx: CliContext, id: number, options: { json?:
 }
 
 export async function parkedSkip(ctx: CliContext, id: number, options: { json?: boolean } = {}): Promise<Record<string, unknown>> {
-  const skipped = (await ctx.run('projections.parked.skip', { id })) as Record<string, unknown>;
+  const skipped = await ctx.run('projections.parked.skip', { id });
   if (options.json) await write(ctx.out, ndjson([skipped]));
   else lineTo(ctx.out)(`Parked event ${id} (${String(skipped.eventType)} in ${String(skipped.stream)}) skipped: ${String(skipped.name)} stays past it.`);
   return skipped;
@@ -447,7 +447,7 @@ export async function parkedSkip(ctx: CliContext, id: number, options: { json?: 
 // ------------------------------------------------------------------------------------------------- jobs
 
 export async function jobsStatus(ctx: CliContext, options: { json?: boolean } = {}): Promise<JobsStatus> {
-  const status = (await ctx.run('jobs.status', {})) as JobsStatus;
+  const status = await ctx.run('jobs.status', {});
   if (options.json) {
     await write(ctx.out, ndjson([status]));
     return status;

@@ -26,7 +26,11 @@ export function printTable(rows: Record<string, unknown>[], columns: string[], w
 function format(value: unknown): string {
   if (value === null || value === undefined) return '-';
   if (typeof value === 'number') return Number.isInteger(value) ? String(value) : value.toFixed(2);
-  return String(value);
+  if (typeof value === 'string') return value;
+  if (typeof value === 'boolean' || typeof value === 'bigint') return value.toString();
+  if (value instanceof Date) return value.toString();
+  if (Array.isArray(value)) return value.join(',');
+  return JSON.stringify(value) ?? typeof value;
 }
 
 /** A refusal the CLI reports as `engage: <message>` with exit code 1. */

@@ -10,14 +10,13 @@ import {
   challengeView,
   createChallengeBody,
   updateChallengeBody,
-} from '../infra/contract/challenges.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+} from '../api/contract/challenges.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
-import { ID_PATTERN, newId } from '../infra/ids.ts';
-import type { ServiceContext } from './context.ts';
+import { eventMetadata, idempotencyKeyHeader, parse, pathId } from '../api/routes.ts';
+import { newId } from '../infra/ids.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { challengeOfAction, recordActionOwner } from './id-lookups.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
 import { allocationsOf, distributionChecks, foreignCommunityChecks } from './reference-checks.ts';
 
@@ -88,10 +87,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
           },
           ...actions.map(({ actionId }) => recordActionOwner(actionId, challengeId, organisationId)),
           ...foreignCommunityChecks(organisationId, [body.communityId]),
-          ...distributionChecks(organisationId, [
-            ...allocationsOf(actions.map((action) => action.distribution)),
-            ...body.rewardDistribution.rewardAllocations,
-          ]),
+          ...distributionChecks(organisationId, [...allocationsOf(actions.map((action) => action.distribution)), ...body.rewardDistribution.rewardAllocations]),
         ],
         respond: ([events]) => ({ status: 201, body: challengeView(recordAfter(challengeDecider.initialState, events as ChallengeEvent[])) }),
       });
@@ -185,12 +181,6 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
   );
 
   return router;
-}
-
-/** A path id that cannot be an id names nothing: 404, like an unknown one. */
-export function pathId(value: string | string[] | undefined, what: string): string {
-  if (typeof value !== 'string' || !ID_PATTERN.test(value)) throw notFound(`${what} not found`);
-  return value.toLowerCase();
 }
 
 /** A decider that remembers the state it last decided on, so a response can show the whole result. */

@@ -295,7 +295,7 @@ export type BatchOutcome = { handled: Handled } | { error: unknown };
 export async function handleCommandBatch(store: EventStore, commands: BatchCommand[], metadata: EventMetadata): Promise<BatchOutcome[]> {
   const states = streamStatesOf(store);
   const stamped = stampedNow(metadata);
-  const outcomes: (BatchOutcome | undefined)[] = new Array(commands.length);
+  const outcomes: (BatchOutcome | undefined)[] = Array.from({ length: commands.length }, () => undefined);
   const decisions = await Promise.all(
     commands.map(async (command) => {
       try {
@@ -364,7 +364,7 @@ export async function handleCommandBatch(store: EventStore, commands: BatchComma
                 (handled) => handled && { handled },
                 (refused: unknown) => ({ error: refused }),
               )
-            : null;
+            : Promise.resolve(null);
         }),
       );
       for (const [position, { index }] of accepted.entries()) {

@@ -1,14 +1,13 @@
 import { Router } from 'express';
 import { communityDecider, communityView } from '../domain/community.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { communitySchema, createCommunityBody, updateCommunityBody } from '../infra/contract/communities.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { communitySchema, createCommunityBody, updateCommunityBody } from '../api/contract/communities.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { withDecidedState } from './decided-state.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
 
 export function communityCommands(ctx: ServiceContext, admin: ApiDescription): Router {

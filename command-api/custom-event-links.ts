@@ -3,20 +3,19 @@ import { Router } from 'express';
 import { customEventDecider } from '../domain/custom-event.ts';
 import { LinkExpired, customEventLinkDecider, existingLink, redeemedEvent, type CustomEventLinkEvent } from '../domain/custom-event-link.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { createCustomEventLinkBody, customEventLinkSchema, customEventSchema, redeemCustomEventLinkBody } from '../infra/contract/custom-events.ts';
-import { errorBodySchema, type ApiDescription } from '../infra/http/api-description.ts';
+import { createCustomEventLinkBody, customEventLinkSchema, customEventSchema, redeemCustomEventLinkBody } from '../api/contract/custom-events.ts';
+import { errorBodySchema, type ApiDescription } from '../api/api-description.ts';
 import { gone, notFound } from '../infra/http/errors.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
 import { newId } from '../infra/ids.ts';
 import { linkIdOf, linkSigningKey, linkToken, verifyLinkToken } from '../infra/link-signing.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { aggregateStream } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { userById } from './log-custom-event.ts';
 import { communityChecks } from './reference-checks.ts';
 import { withDecidedState } from './decided-state.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
 
 /**

@@ -7,12 +7,12 @@ import {
   customEventSchema,
   logCustomEventBatchBody,
   logCustomEventBody,
-} from '../infra/contract/custom-events.ts';
+} from '../api/contract/custom-events.ts';
 import { jsonProblems } from '../infra/http/accepted-input.ts';
-import { errorBodySchema, type ApiDescription } from '../infra/http/api-description.ts';
+import { errorBodySchema, type ApiDescription } from '../api/api-description.ts';
 import { badRequest, zodIssues } from '../infra/http/errors.ts';
-import { parse, setEventPosition } from '../infra/http/request-context.ts';
-import type { ServiceContext } from './context.ts';
+import { parse, setEventPosition } from '../api/routes.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { logCustomEvent, logCustomEventBatch, type BatchedCustomEvent } from './log-custom-event.ts';
 import { callerOf, headerIdempotency, respondHandled } from './run-command.ts';
 

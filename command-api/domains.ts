@@ -2,16 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { Router } from 'express';
 import { domainNameDecider, organisationDecider, verificationRecordName, type OrganisationEvent } from '../domain/organisation.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { registerDomainBody, registeredDomainSchema, removeDomainBody, removedDomainSchema } from '../infra/contract/domains.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { registerDomainBody, registeredDomainSchema, removeDomainBody, removedDomainSchema } from '../api/contract/domains.ts';
+import type { ApiDescription } from '../api/api-description.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
 import { aggregateStream } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
+import type { CommandContext } from './read-port.ts';
 import { runCommand } from './run-command.ts';
 import { runSettledCommand } from './settled-command.ts';
 
-export function domainCommands(ctx: ServiceContext, admin: ApiDescription): Router {
+export function domainCommands(ctx: CommandContext, admin: ApiDescription): Router {
   const router = Router();
 
   admin.route(

@@ -1,12 +1,11 @@
 import { customEventLinkDecider } from '../domain/custom-event-link.ts';
 import { drawWinners, newDrawSeed } from '../domain/draw.ts';
-import type { LeaderboardWindowEvent } from '../domain/engagement-events.ts';
+import { leaderboardWindowStream, type LeaderboardWindowEvent } from '../domain/engagement-events.ts';
 import { leaderboardDecider } from '../domain/leaderboard.ts';
 import { rewardDecider, type RewardCommand } from '../domain/reward.ts';
 import { WrongExpectedRevisionError } from '../infra/event-store/port.ts';
 import { idFrom, uuidFrom } from '../infra/ids.ts';
 import { JobNotDueYet, type JobContext, type JobHandler } from '../infra/jobs.ts';
-import { ENGINE_PROCESS, leaderboardWindowStream, readEntriesForDraw } from '../process-managers/engagement-engine/index.ts';
 import {
   GIVEAWAY_DRAW_JOB,
   LEADERBOARD_STATUS_JOB,
@@ -16,12 +15,10 @@ import {
   type GiveawayDrawJob,
   type LeaderboardStatusJob,
   type WindowCloseJob,
-} from '../process-managers/engagement-schedule.ts';
-import { STANDINGS_PROJECTION } from '../projectors/leaderboard-standings.ts';
-import { waitForProjections } from '../projectors/runtime/index.ts';
-import { rankedStandings } from '../query-api/leaderboard-standings.ts';
+} from '../domain/jobs.ts';
 import { aggregateStream } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
+import type { CommandContext, ReadModel } from './read-port.ts';
 import { appendDecided } from './jobs.ts';
 
 /** How long a settling job waits for the read models to reach the log's head before it fails and is retried. */
@@ -33,7 +30,7 @@ const CATCH_UP_TIMEOUT_MS = 30_000;
  * retried, or raced by a second worker, the second run finds the event there and does nothing; the
  * engine then pays out from that one event.
  */
-export function engagementJobHandlers(ctx: ServiceContext): Record<string, JobHandler> {
+export function engagementJobHandlers(ctx: CommandContext): Record<string, JobHandler> {
   return {
     [LEADERBOARD_STATUS_JOB]: (job: LeaderboardStatusJob, context) => changeStatus(ctx, job, context),
     [WINDOW_CLOSE_JOB]: (job: WindowCloseJob, context) => closeWindow(ctx, job, context),
@@ -48,10 +45,10 @@ function settledAfter(ctx: ServiceContext, at: string): void {
 }
 
 /** Waits until each group of read models has seen the whole log, one group after the other (the engine's facts first). */
-async function caughtUp(ctx: ServiceContext, ...groups: string[][]): Promise<void> {
+async function caughtUp(ctx: CommandContext, ...groups: ReadModel[][]): Promise<void> {
   for (const names of groups) {
     const head = await ctx.store.head();
-    if (head && !(await waitForProjections(ctx.database.db, names, head.position, CATCH_UP_TIMEOUT_MS))) {
+    if (head && !(await ctx.reads.caughtUp(names, head.position, CATCH_UP_TIMEOUT_MS))) {
       throw new Error(`${names.join(', ')} did not catch up with the log`);
     }
   }
@@ -77,11 +74,11 @@ async function changeStatus(ctx: ServiceContext, job: LeaderboardStatusJob, cont
   );
 }
 
-async function closeWindow(ctx: ServiceContext, job: WindowCloseJob, context: JobContext): Promise<void> {
+async function closeWindow(ctx: CommandContext, job: WindowCloseJob, context: JobContext): Promise<void> {
   const state = await aggregateStream(ctx.store, `leaderboard-${job.leaderboardId}`, leaderboardDecider);
   if (!state.exists || state.status === 'draft' || state.status === 'archived') return;
   settledAfter(ctx, job.windowEnd);
-  await caughtUp(ctx, [ENGINE_PROCESS], [STANDINGS_PROJECTION]);
+  await caughtUp(ctx, ['engagement-engine'], ['standings']);
   const stream = leaderboardWindowStream(job.leaderboardId, job.windowStart);
   const closed: LeaderboardWindowEvent = {
     type: 'LeaderboardWindowClosed',
@@ -91,7 +88,7 @@ async function closeWindow(ctx: ServiceContext, job: WindowCloseJob, context: Jo
       windowStart: job.windowStart,
       windowEnd: job.windowEnd,
       closedAt: ctx.clock.now().toISOString(),
-      standings: await rankedStandings(ctx.database.db, job.leaderboardId, job.windowStart),
+      standings: await ctx.reads.rankedStandings(job.leaderboardId, job.windowStart),
     },
   };
   try {
@@ -113,14 +110,14 @@ async function closeWindow(ctx: ServiceContext, job: WindowCloseJob, context: Jo
   }
 }
 
-async function drawGiveaway(ctx: ServiceContext, job: GiveawayDrawJob, context: JobContext): Promise<void> {
+async function drawGiveaway(ctx: CommandContext, job: GiveawayDrawJob, context: JobContext): Promise<void> {
   const stream = `reward-${job.rewardId}`;
   const state = await aggregateStream(ctx.store, stream, rewardDecider);
   if (!state.exists || state.drawn || state.reward.kind !== 'entries') return;
   if (Date.parse(state.reward.drawsAt) !== Date.parse(job.drawsAt)) return;
   settledAfter(ctx, job.drawsAt);
-  await caughtUp(ctx, [ENGINE_PROCESS]);
-  const entrants = await readEntriesForDraw(ctx.database.db, job.rewardId);
+  await caughtUp(ctx, ['engagement-engine']);
+  const entrants = await ctx.reads.entriesForDraw(job.rewardId);
   const seed = newDrawSeed();
   const winners = drawWinners(entrants, state.reward.supply, seed).map((userId) => ({ userId, assetId: idFrom(`giveaway:${job.rewardId}:${userId}`) }));
   const command: RewardCommand = {

@@ -1,13 +1,11 @@
 import { Router } from 'express';
 import { gameDecider, type GameEvent } from '../domain/game.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { createGameBody, gameConfigSchema, gameDistributionBody, gameDistributionView, gameDistributionsResponse, gameView } from '../infra/contract/games.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { createGameBody, gameConfigSchema, gameDistributionBody, gameDistributionView, gameDistributionsResponse, gameView } from '../api/contract/games.ts';
+import type { ApiDescription } from '../api/api-description.ts';
+import { eventMetadata, idempotencyKeyHeader, parse, pathId } from '../api/routes.ts';
 import { newId } from '../infra/ids.ts';
-import { pathId } from './challenges.ts';
-import type { ServiceContext } from './context.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { runCommand } from './run-command.ts';
 import { allocationsOf, distributionChecks, foreignCommunityChecks } from './reference-checks.ts';
 

@@ -9,10 +9,10 @@ import type { JobContext, JobHandler } from '../infra/jobs.ts';
 import { createMailer, type Mailer } from '../infra/mailer.ts';
 import { signInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { DOMAIN_VERIFICATION_JOB, type DomainVerificationJob } from '../process-managers/domain-verification.ts';
-import { INVITATION_EMAIL_JOB } from '../projectors/invitations.ts';
+import { DOMAIN_VERIFICATION_JOB, INVITATION_EMAIL_JOB, type DomainVerificationJob } from '../domain/jobs.ts';
 import { aggregateStream, handleCommand } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
+import type { CommandContext } from './read-port.ts';
 import { engagementJobHandlers } from './engagement-jobs.ts';
 import { webhookJobHandlers } from './webhook-jobs.ts';
 
@@ -34,7 +34,7 @@ export const DOMAIN_VERIFICATION_ATTEMPTS = 5;
  * jobs as they read the event stream; a handler makes its effect idempotent (deterministic event ids),
  * since a job can run again after a crash.
  */
-export function jobHandlers(ctx: ServiceContext, outside: OutsideWorld = {}): Record<string, JobHandler> {
+export function jobHandlers(ctx: CommandContext, outside: OutsideWorld = {}): Record<string, JobHandler> {
   const resolveTxt = outside.resolveTxt ?? systemTxtResolver;
   const mailer = createMailer({
     smtpUrl: ctx.config.smtpUrl,

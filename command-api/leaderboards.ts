@@ -10,25 +10,20 @@ import {
   type RankDistribution,
 } from '../domain/leaderboard.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { errorBodySchema, type ApiDescription } from '../infra/http/api-description.ts';
+import { errorBodySchema, type ApiDescription } from '../api/api-description.ts';
 import {
   assignLeaderboardRewardsBody,
   createLeaderboardBody,
   leaderboardConfigSchema,
   leaderboardDistributionSchema,
   updateLeaderboardBody,
-} from '../infra/contract/leaderboards.ts';
+} from '../api/contract/leaderboards.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { runCommand } from './run-command.ts';
 import { allocationsOf, conditionVariables, distributionChecks, foreignCommunityChecks, foreignVariableConfigChecks } from './reference-checks.ts';
-
-export const idempotencyKeyHeader = {
-  name: 'Idempotency-Key',
-  description: 'Retrying with the same key returns the first answer and changes nothing; reusing it for a different body is a 409',
-};
 
 const notFoundResponse = { description: 'No leaderboard with this id in the organisation (`NOT_FOUND`)', schema: errorBodySchema };
 

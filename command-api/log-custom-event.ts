@@ -9,7 +9,7 @@ import {
   type LoggedCustomEvent,
 } from '../domain/custom-event.ts';
 import { externalUserIdDecider, userDecider, type NewUserProfile } from '../domain/user.ts';
-import type { LogCustomEventBody } from '../infra/contract/custom-events.ts';
+import type { LogCustomEventBody } from '../api/contract/custom-events.ts';
 import type { EventStore, Position } from '../infra/event-store/port.ts';
 import { conflict, knownErrorAnswer, type ErrorBody } from '../infra/http/errors.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
@@ -23,7 +23,7 @@ import {
   type Handled,
   type Idempotency,
 } from './command-handling.ts';
-import type { Caller, ServiceContext } from './context.ts';
+import type { Caller, ServiceContext } from '../api/context.ts';
 import { communityChecks } from './reference-checks.ts';
 import { createUserParts, externalUserIdStream } from './users.ts';
 

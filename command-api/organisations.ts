@@ -4,9 +4,8 @@ import { generateApiToken } from '../infra/auth.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { notFound, serviceUnavailable } from '../infra/http/errors.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
-import { waitForProjections } from '../projectors/runtime/index.ts';
 import { handleCommand } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { CommandContext } from './read-port.ts';
 import { ownerOf, recordTokenOwner, tokenLookupStream } from './id-lookups.ts';
 
 /**
@@ -18,7 +17,7 @@ export const createOrganisationInput = z.object({
   slug: z.string().regex(SLUG_PATTERN, 'a slug is 1 to 63 lowercase letters, digits or inner hyphens'),
 });
 
-export async function createOrganisation(ctx: ServiceContext, input: z.infer<typeof createOrganisationInput>, metadata: EventMetadata) {
+export async function createOrganisation(ctx: CommandContext, input: z.infer<typeof createOrganisationInput>, metadata: EventMetadata) {
   const organisationId = newId();
   const { token, prefix, secretHash } = generateApiToken();
   const tokenId = newId();
@@ -65,7 +64,7 @@ export const issueTokenInput = z.object({
     .default([...API_FAMILIES]),
 });
 
-export async function issueToken(ctx: ServiceContext, input: z.infer<typeof issueTokenInput>, metadata: EventMetadata) {
+export async function issueToken(ctx: CommandContext, input: z.infer<typeof issueTokenInput>, metadata: EventMetadata) {
   const { token, prefix, secretHash } = generateApiToken();
   const tokenId = newId();
   const handled = await handleCommand(
@@ -91,7 +90,7 @@ export async function issueToken(ctx: ServiceContext, input: z.infer<typeof issu
 
 export const revokeTokenInput = z.object({ tokenId: z.string().regex(ID_PATTERN, 'must be 24 hexadecimal characters') });
 
-export async function revokeToken(ctx: ServiceContext, input: z.infer<typeof revokeTokenInput>, metadata: EventMetadata) {
+export async function revokeToken(ctx: CommandContext, input: z.infer<typeof revokeTokenInput>, metadata: EventMetadata) {
   const { tokenId } = input;
   const owner = await ownerOf(ctx.store, tokenLookupStream(tokenId));
   if (!owner) throw notFound(`Token ${tokenId} not found`);
@@ -104,8 +103,8 @@ export async function revokeToken(ctx: ServiceContext, input: z.infer<typeof rev
   return { tokenId, revoked: true };
 }
 
-async function settle(ctx: ServiceContext, position: string | null): Promise<void> {
+async function settle(ctx: CommandContext, position: string | null): Promise<void> {
   if (position === null) return;
-  const reached = await waitForProjections(ctx.database.db, ['organisations'], position, Math.max(ctx.config.readYourWritesTimeoutMs, 10_000));
+  const reached = await ctx.reads.caughtUp(['tenancy'], position, Math.max(ctx.config.readYourWritesTimeoutMs, 10_000));
   if (!reached) throw serviceUnavailable('Written, but the tenancy read model has not caught up yet; is the projector running?');
 }

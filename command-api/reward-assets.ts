@@ -4,18 +4,17 @@ import { organisationDecider } from '../domain/organisation.ts';
 import { rewardDecider } from '../domain/reward.ts';
 import { rewardAssetDecider, rewardAssetView, type RewardAssetCommand } from '../domain/reward-asset.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { languageHeader } from '../infra/contract/localised-details.ts';
-import { redeemRewardAssetBody, requestedLanguage, rewardAssetSchema, userTokenHeader } from '../infra/contract/reward-assets.ts';
-import { errorBodySchema, type ApiDescription } from '../infra/http/api-description.ts';
+import { languageHeader } from '../api/contract/localised-details.ts';
+import { redeemRewardAssetBody, requestedLanguage, rewardAssetSchema, userTokenHeader } from '../api/contract/reward-assets.ts';
+import { errorBodySchema, type ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { aggregateStream } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { withDecidedState } from './decided-state.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
 
 /** The signed-in user claims, then redeems, their reward assets (integration family). */

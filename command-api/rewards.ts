@@ -1,15 +1,14 @@
 import { Router, type Request } from 'express';
 import { allocationDecider, isLive, type AllocationEvent, type RewardAllocation } from '../domain/allocation.ts';
-import { rewardDecider, type RewardDefinition, type RewardEvent, type RewardState } from '../domain/reward.ts';
+import { rewardDecider, type RewardCommand, type RewardDefinition, type RewardEvent, type RewardState } from '../domain/reward.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { allocationOutput } from '../infra/contract/distribution.ts';
-import { createAllocationBody, createRewardBody, rewardSchema, updateRewardBody, type CreateRewardBody } from '../infra/contract/rewards.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { allocationOutput } from '../api/contract/distribution.ts';
+import { createAllocationBody, createRewardBody, rewardSchema, updateRewardBody, type CreateRewardBody } from '../api/contract/rewards.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { runCommand } from './run-command.ts';
 import { foreignCommunityChecks, foreignVariableConfigChecks } from './reference-checks.ts';
 
@@ -56,7 +55,10 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
             command: { type: 'CreateReward', data: { ...definitionOf(body), rewardId, organisationId, actor: actor!, now: occurredAt! } },
           },
           ...foreignCommunityChecks(organisationId, [body.communityId, ...body.additionalCommunityIds]),
-          ...foreignVariableConfigChecks(organisationId, body.kind === 'asset' ? body.redeemable.additionalInformation.map((item) => item.variableConfigId) : []),
+          ...foreignVariableConfigChecks(
+            organisationId,
+            body.kind === 'asset' ? body.redeemable.additionalInformation.map((item) => item.variableConfigId) : [],
+          ),
         ],
         respond: ([events]) => ({ status: 201, body: rewardAfter(rewardDecider.initialState, events as RewardEvent[]) }),
       });
@@ -90,7 +92,7 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
             stream: `reward-${rewardId}`,
             decider: {
               ...rewardDecider,
-              decide(command, state) {
+              decide(command: RewardCommand, state: RewardState) {
                 decidedOn = state;
                 return rewardDecider.decide(command, state);
               },

@@ -1,9 +1,9 @@
 import type { Request, Response } from 'express';
 import type { DomainEvent } from '../domain/decider.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { eventMetadata, setEventPosition } from '../infra/http/request-context.ts';
+import { eventMetadata, setEventPosition } from '../api/routes.ts';
 import { fingerprintOf, handleCommand, idempotencyKeyOf, type CommandPart, type CommandResponse, type Handled, type Idempotency } from './command-handling.ts';
-import type { Caller, ServiceContext } from './context.ts';
+import type { Caller, ServiceContext } from '../api/context.ts';
 
 /**
  * A write route's whole tail: decide and append (idempotent under an `Idempotency-Key` header, or under

@@ -1,15 +1,13 @@
 import { Router } from 'express';
 import { organisationDecider } from '../domain/organisation.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { changeSettingsBody, settingsSchema } from '../infra/contract/domains.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
-import { readSettings } from '../query-api/settings.ts';
-import type { ServiceContext } from './context.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
+import { changeSettingsBody, settingsSchema } from '../api/contract/domains.ts';
+import type { ApiDescription } from '../api/api-description.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
+import type { CommandContext } from './read-port.ts';
 import { runSettledCommand } from './settled-command.ts';
 
-export function settingsCommands(ctx: ServiceContext, admin: ApiDescription): Router {
+export function settingsCommands(ctx: CommandContext, admin: ApiDescription): Router {
   const router = Router();
 
   admin.route(
@@ -33,7 +31,7 @@ export function settingsCommands(ctx: ServiceContext, admin: ApiDescription): Ro
       await runSettledCommand(ctx, req, res, [
         { stream: `organisation-${organisationId}`, decider: organisationDecider, command: { type: 'ChangeSettings', data: { ...change, now: occurredAt! } } },
       ]);
-      res.status(200).json(await readSettings(ctx.database.db, organisationId, ctx.config.rateLimits));
+      res.status(200).json(await ctx.reads.settings(organisationId));
     },
   );
 

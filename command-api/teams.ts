@@ -11,17 +11,16 @@ import {
   type InviteeEvent,
 } from '../domain/invitation.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { acceptedInvitationSchema, acceptInvitationBody, inviteTeamBody, inviteTeamResponse } from '../infra/contract/teams.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { acceptedInvitationSchema, acceptInvitationBody, inviteTeamBody, inviteTeamResponse } from '../api/contract/teams.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import type { EventStore } from '../infra/event-store/port.ts';
 import { badRequest, HttpError } from '../infra/http/errors.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { verifyInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { aggregateStream, type CommandPart } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { runCommand } from './run-command.ts';
 import { createUserParts, externalUserIdStream } from './users.ts';
 

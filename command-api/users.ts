@@ -12,16 +12,15 @@ import {
   updateUserBody,
   userTokenSchema,
   userVariablesSchema,
-} from '../infra/contract/users.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+} from '../api/contract/users.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { issueUserToken, userTokenKey } from '../infra/user-tokens.ts';
 import { aggregateStream, type CommandPart } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { withDecidedState } from './decided-state.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
 import { communityChecks } from './reference-checks.ts';
 

@@ -2,12 +2,11 @@ import { createHash } from 'node:crypto';
 import { Router } from 'express';
 import { variableConfigDecider, variableKeyDecider, type VariableConfig, type VariableConfigEvent } from '../domain/variable-config.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { variableConfigBody, variableConfigSchema } from '../infra/contract/communities.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { variableConfigBody, variableConfigSchema } from '../api/contract/communities.ts';
+import type { ApiDescription } from '../api/api-description.ts';
+import { eventMetadata, idempotencyKeyHeader, parse } from '../api/routes.ts';
 import { newId } from '../infra/ids.ts';
-import type { ServiceContext } from './context.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { runCommand } from './run-command.ts';
 
 /** The stream that claims a variable key for one organisation (keys compare case-insensitively). */

@@ -15,15 +15,10 @@ import type { EventStore, RecordedEvent, StreamAppend } from '../infra/event-sto
 import { scheduleJob, type JobContext, type JobHandler } from '../infra/jobs.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { sendWebhook, webhookSecret } from '../infra/webhook-sender.ts';
-import {
-  WEBHOOK_DELIVERY_JOB,
-  WEBHOOK_REPLAY_JOB,
-  deliveryRequests,
-  type WebhookDeliveryJob,
-  type WebhookReplayJob,
-} from '../process-managers/webhook-deliveries.ts';
+import { WEBHOOK_DELIVERY_JOB, WEBHOOK_REPLAY_JOB, type WebhookDeliveryJob, type WebhookReplayJob } from '../domain/jobs.ts';
+import { deliveryRequests } from '../process-managers/webhook-deliveries.ts';
 import { aggregateStream } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { appendDecided } from './jobs.ts';
 
 /** Events of the log one replay job reads (a page); the next page is the next job. */

@@ -10,16 +10,15 @@ import {
   webhookReplaySchema,
   webhookSchema,
   webhookWithSecretSchema,
-} from '../infra/contract/webhooks.ts';
-import { errorBodySchema, type ApiDescription } from '../infra/http/api-description.ts';
+} from '../api/contract/webhooks.ts';
+import { errorBodySchema, type ApiDescription } from '../api/api-description.ts';
 import { badRequest, notFound } from '../infra/http/errors.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { eventMetadata, idempotencyKeyHeader, parse, pathId } from '../api/routes.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { webhookSecret, webhookUrlProblem } from '../infra/webhook-sender.ts';
-import type { ServiceContext } from './context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { withDecidedState } from './decided-state.ts';
-import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
 
 const notFoundResponse = { description: 'No webhook with this id in the organisation (`NOT_FOUND`)', schema: errorBodySchema };
@@ -258,7 +257,5 @@ export function webhookCommands(ctx: ServiceContext, admin: ApiDescription): Rou
 
 /** A path id that cannot be a webhook's is simply not found. */
 export function webhookIdOf(req: Request): string {
-  const id = String(req.params.webhookId);
-  if (!ID_PATTERN.test(id)) throw notFound('Webhook not found');
-  return id.toLowerCase();
+  return pathId(req.params.webhookId, 'Webhook');
 }

@@ -1,4 +1,4 @@
-import { idFrom } from '../infra/ids.ts';
+import { idFrom } from './ids.ts';
 import type { FrozenStanding } from './engagement-events.ts';
 import type { Condition, RankReward } from './leaderboard.ts';
 

@@ -5,7 +5,8 @@
 export interface Decider<Command, Event, State> {
   initialState: State;
   decide(command: Command, state: State): Event[];
-  evolve(state: State, event: Event): State;
+  /** `this: void`: deciders are passed around unbound (`events.reduce(decider.evolve, …)`). */
+  evolve(this: void, state: State, event: Event): State;
 }
 
 /** A domain event as the domain sees it; the command side adds metadata when it appends. */

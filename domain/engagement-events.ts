@@ -131,3 +131,8 @@ export type GiveawayDrawnEvent = DomainEvent<
     winners: { userId: string; assetId: string }[];
   }
 >;
+
+/** The stream a leaderboard window's frozen standings go to: one per (leaderboard, window), so it closes once. */
+export function leaderboardWindowStream(leaderboardId: string, windowStart: string): string {
+  return `leaderboardwindow-${leaderboardId}-${Date.parse(windowStart)}`;
+}

@@ -155,7 +155,7 @@ function changedFields(before: UserProfile, after: UserProfile): Partial<UserPro
   for (const key of Object.keys(after) as (keyof UserProfile)[]) {
     if (JSON.stringify(before[key]) !== JSON.stringify(after[key])) changed[key] = after[key];
   }
-  return changed as Partial<UserProfile>;
+  return changed;
 }
 
 function definedOnly<T extends object>(value: T): Partial<T> {

@@ -112,7 +112,7 @@ export class ApiTokens {
     const listening = this.listening;
     this.listening = null;
     this.forget();
-    if (listening) await (await listening.catch(() => async () => undefined))();
+    if (listening) await (await listening.catch(() => () => Promise.resolve()))();
   }
 
   private read(secretHash: string): Promise<TokenRow | undefined> {

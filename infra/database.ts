@@ -570,5 +570,5 @@ export type UntypedDb = Kysely<any>;
  * `withTables` does, without its index-signature constraint, which interfaces do not meet).
  */
 export function withTableTypes<Tables>(db: UntypedDb): Kysely<Tables> {
-  return db;
+  return db as Kysely<Tables>;
 }

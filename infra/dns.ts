@@ -16,5 +16,5 @@ export const systemTxtResolver: TxtResolver = async (name) => {
 
 /** A resolver over fixed answers, for tests and local set-ups. */
 export function mapTxtResolver(records: Map<string, string[]>): TxtResolver {
-  return async (name) => (records.get(name) ?? []).map((value) => [value]);
+  return (name) => Promise.resolve((records.get(name) ?? []).map((value) => [value]));
 }

@@ -344,7 +344,8 @@ async function startServer(
     );
     closeSync(logFd);
     child.unref();
-    let exited: string | null = null;
+    // Set by the child's callbacks: typed wider than its initial null, which control flow would keep.
+    let exited = null as string | null;
     child.once('exit', (code, signal) => (exited = signal ?? `exit code ${code}`));
     child.once('error', (error) => (exited = error.message));
     for (;;) {
@@ -618,7 +619,10 @@ function reachableBinaries(binaries: Binaries, runAs: OsUser, logger: Logger): B
   const moved = (file: string) => join(shared, relative(native, file));
   const copied = { postgres: moved(binaries.postgres), initdb: moved(binaries.initdb) };
   if (!existsSync(copied.postgres)) {
-    logger.info({ from: native, to: shared, user: runAs.name }, 'the OS user running PostgreSQL cannot reach the installed binaries; copying them where it can');
+    logger.info(
+      { from: native, to: shared, user: runAs.name },
+      'the OS user running PostgreSQL cannot reach the installed binaries; copying them where it can',
+    );
     const aside = `${shared}.${process.pid}.${randomBytes(4).toString('hex')}`;
     cpSync(native, aside, { recursive: true, verbatimSymlinks: true });
     chmodSync(aside, 0o755);
@@ -661,7 +665,7 @@ async function platformBinaries(): Promise<Binaries> {
 function hydrateSymlinks(nativeDir: string): void {
   let links: { source: string; target: string }[];
   try {
-    links = JSON.parse(readFileSync(join(nativeDir, 'pg-symlinks.json'), 'utf8'));
+    links = JSON.parse(readFileSync(join(nativeDir, 'pg-symlinks.json'), 'utf8')) as typeof links;
   } catch {
     return;
   }

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 
 /** A 24-hex id: 4 bytes of seconds since the epoch, then 8 random bytes (sortable by creation time). */
 export function newId(now: Date = new Date()): string {
@@ -8,15 +8,5 @@ export function newId(now: Date = new Date()): string {
   return seconds + randomBytes(8).toString('hex');
 }
 
-/** A UUID derived from a name, so a retried command appends the same event ids (and so nothing new). */
-export function uuidFrom(name: string): string {
-  const hex = createHash('sha256').update(name).digest('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
-}
-
-/** A 24-hex id derived from a name: what a job or the engine creates gets the same id when it runs again. */
-export function idFrom(name: string): string {
-  return createHash('sha256').update(name).digest('hex').slice(0, 24);
-}
-
-export const ID_PATTERN = /^[0-9a-fA-F]{24}$/;
+// Ids derived from names are pure (the domain derives its own): they live in the domain, re-exported here.
+export { ID_PATTERN, idFrom, uuidFrom } from '../domain/ids.ts';

@@ -232,8 +232,9 @@ export function inProcessJobRunner(db: Kysely<any>, handlers: Record<string, Job
   const runDueOnce = () => runAllDue(db, handlers, settings, logger);
 
   const runner: JobRunner = {
-    async start() {
+    start() {
       timer = setInterval(() => void runner.runDue().catch((error) => logger.error({ err: error }, 'job poll failed')), settings.pollMs);
+      return Promise.resolve();
     },
     runDue() {
       running ??= runDueOnce().finally(() => (running = null));

@@ -117,7 +117,7 @@ export function httpMetrics(metrics: Metrics): RequestHandler {
       configurable: true,
       enumerable: true,
       get: () => route,
-      set(value) {
+      set(value: { path?: unknown } | undefined) {
         route = value;
         if (typeof value?.path === 'string') pattern = `${baseUrl}${value.path}`;
       },

@@ -74,15 +74,21 @@ export async function startTracing(defaults: { serviceName: string }): Promise<b
     if (value && !/^https?:\/\/[^\s/]+/.test(value)) throw new TracingConfigError(`${name}: must be an http:// or https:// URL (OTLP over HTTP)`);
   }
   register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, { data: { include: INSTRUMENTED_MODULES } });
-  const [{ NodeSDK }, { W3CTraceContextPropagator }, { HttpInstrumentation }, { ExpressInstrumentation, ExpressLayerType }, { PgInstrumentation }, { IORedisInstrumentation }] =
-    await Promise.all([
-      import('@opentelemetry/sdk-node'),
-      import('@opentelemetry/core'),
-      import('@opentelemetry/instrumentation-http'),
-      import('@opentelemetry/instrumentation-express'),
-      import('@opentelemetry/instrumentation-pg'),
-      import('@opentelemetry/instrumentation-ioredis'),
-    ]);
+  const [
+    { NodeSDK },
+    { W3CTraceContextPropagator },
+    { HttpInstrumentation },
+    { ExpressInstrumentation, ExpressLayerType },
+    { PgInstrumentation },
+    { IORedisInstrumentation },
+  ] = await Promise.all([
+    import('@opentelemetry/sdk-node'),
+    import('@opentelemetry/core'),
+    import('@opentelemetry/instrumentation-http'),
+    import('@opentelemetry/instrumentation-express'),
+    import('@opentelemetry/instrumentation-pg'),
+    import('@opentelemetry/instrumentation-ioredis'),
+  ]);
   const named = Boolean(env.OTEL_SERVICE_NAME) || /(^|,)\s*service\.name\s*=/.test(env.OTEL_RESOURCE_ATTRIBUTES ?? '');
   const sdk = new NodeSDK({
     ...(named ? {} : { serviceName: defaults.serviceName }),
@@ -102,10 +108,11 @@ export async function startTracing(defaults: { serviceName: string }): Promise<b
       // Every router the request passes through would be a span of its own: the middleware and the handler say enough.
       new ExpressInstrumentation({
         ignoreLayersType: [ExpressLayerType.ROUTER],
-        spanNameHook: (info, defaultName) => (info.layerType === ExpressLayerType.REQUEST_HANDLER ? `request handler ${routeLabelOf(info.request) ?? info.route}` : defaultName),
+        spanNameHook: (info, defaultName) =>
+          info.layerType === ExpressLayerType.REQUEST_HANDLER ? `request handler ${routeLabelOf(info.request as object) ?? info.route}` : defaultName,
         requestHook: (span, info) => {
           if (info.layerType !== ExpressLayerType.REQUEST_HANDLER) return;
-          const route = routeLabelOf(info.request) ?? info.route;
+          const route = routeLabelOf(info.request as object) ?? info.route;
           span.setAttributes({ 'http.route': route, 'express.name': route });
         },
       }),
@@ -166,7 +173,7 @@ function contextOf(carrier: Record<string, unknown> | null | undefined): SpanCon
 export function activeTraceContext(active: Context = context.active()): Record<string, string> | undefined {
   if (!tracing || !trace.getSpan(active)) return undefined;
   const carrier: Record<string, string> = {};
-  tracing.propagator.inject(active, carrier, { set: (target, key, value) => (target[key] = value) });
+  tracing.propagator.inject(active, carrier, { set: (target: Record<string, string>, key, value) => (target[key] = value) });
   return carrier.traceparent ? carrier : undefined;
 }
 
@@ -179,7 +186,9 @@ export function continuedTrace(cause: EventMetadata): Record<string, string> | u
   if (!tracing) return undefined;
   const own = contextOf(cause);
   if (!own || own.traceId === trace.getActiveSpan()?.spanContext().traceId) return undefined;
-  return typeof cause.tracestate === 'string' ? { traceparent: cause.traceparent as string, tracestate: cause.tracestate } : { traceparent: cause.traceparent as string };
+  return typeof cause.tracestate === 'string'
+    ? { traceparent: cause.traceparent as string, tracestate: cause.tracestate }
+    : { traceparent: cause.traceparent as string };
 }
 
 /**
@@ -255,7 +264,11 @@ export function traceBatch<T>(
     {
       kind: SpanKind.CONSUMER,
       links,
-      attributes: { 'engage.consumer': batch.consumer, 'engage.batch.events': batch.events.length, 'engage.batch.traces': new Set(contexts.map((c) => c.traceId)).size },
+      attributes: {
+        'engage.consumer': batch.consumer,
+        'engage.batch.events': batch.events.length,
+        'engage.batch.traces': new Set(contexts.map((c) => c.traceId)).size,
+      },
     },
     trace.setSpanContext(ROOT_CONTEXT, parent),
     (span) => settle(span, work),

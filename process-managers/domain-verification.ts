@@ -1,13 +1,6 @@
 import type { OrganisationEvent } from '../domain/organisation.ts';
 import { defineProcessManager } from './process-manager.ts';
-
-export const DOMAIN_VERIFICATION_JOB = 'domain-verification';
-
-export interface DomainVerificationJob {
-  organisationId: string;
-  hostname: string;
-  verificationToken: string;
-}
+import { DOMAIN_VERIFICATION_JOB, type DomainVerificationJob } from '../domain/jobs.ts';
 
 type DomainRegistered = Extract<OrganisationEvent, { type: 'DomainRegistered' }>;
 

@@ -8,39 +8,16 @@ import type { DueJob } from '../infra/jobs.ts';
 import { BatchTimeZones, TIME_ZONE_EVENTS, createTimeZoneTable, type TimeZoneEvent, type TimeZoneRow } from '../projectors/organisation-time-zones.ts';
 import { RowBatch } from '../projectors/row-batch.ts';
 import { defineProcessManager } from './process-manager.ts';
-
-export const LEADERBOARD_STATUS_JOB = 'leaderboard-status';
-export const WINDOW_CLOSE_JOB = 'leaderboard-window-close';
-export const GIVEAWAY_DRAW_JOB = 'giveaway-draw';
-export const LINK_EXPIRY_JOB = 'custom-event-link-expiry';
-
-export interface LeaderboardStatusJob {
-  leaderboardId: string;
-  organisationId: string;
-  from: LeaderboardStatus;
-  to: LeaderboardStatus;
-  /** startsAt or expiresAt as they were when scheduled: a job whose date has since changed does nothing. */
-  at: string;
-}
-
-export interface WindowCloseJob {
-  leaderboardId: string;
-  organisationId: string;
-  windowStart: string;
-  windowEnd: string;
-}
-
-export interface GiveawayDrawJob {
-  rewardId: string;
-  organisationId: string;
-  drawsAt: string;
-}
-
-export interface LinkExpiryJob {
-  linkId: string;
-  organisationId: string;
-  expiresAt: string;
-}
+import {
+  LEADERBOARD_STATUS_JOB,
+  WINDOW_CLOSE_JOB,
+  GIVEAWAY_DRAW_JOB,
+  LINK_EXPIRY_JOB,
+  type LeaderboardStatusJob,
+  type WindowCloseJob,
+  type GiveawayDrawJob,
+  type LinkExpiryJob,
+} from '../domain/jobs.ts';
 
 /** What the schedule knows of a leaderboard: enough to tell its windows and what its status has ahead. */
 export interface ScheduleLeaderboardRow {
@@ -121,7 +98,7 @@ export const engagementSchedule = defineProcessManager<ScheduleState, ScheduleEv
       'schedule_organisations',
       named.map(({ organisationId }) => organisationId),
     );
-    const schedule = new Schedule(leaderboards, zones, context.schedule);
+    const schedule = new Schedule(leaderboards, zones, (job) => context.schedule(job));
 
     for (const event of events) {
       switch (event.type) {

@@ -1,6 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
 import { withTableTypes } from '../infra/database.ts';
-import type { RecordedEvent } from '../infra/event-store/port.ts';
 import type { BatchContext, Consumer, Recorded } from '../projectors/runtime/consumer.ts';
 
 export type { BatchContext, Recorded } from '../projectors/runtime/consumer.ts';
@@ -36,6 +35,6 @@ export function defineProcessManager<State, E extends { type: string; data: unkn
     canHandle: new Set<string>(definition.canHandle),
     ...(definition.onFailure ? { onFailure: definition.onFailure } : {}),
     // The runtime hands over only events whose type is in `canHandle`, so the narrowing holds.
-    apply: (db, events, context) => definition.handle(withTableTypes<State>(db), events as readonly RecordedEvent[] as readonly Recorded<E>[], context),
+    apply: (db, events, context) => definition.handle(withTableTypes<State>(db), events as readonly Recorded<E>[], context),
   };
 }

@@ -16,28 +16,9 @@ import type { Json } from '../projectors/columns.ts';
 import { columnsOf } from '../projectors/columns.ts';
 import { RowBatch } from '../projectors/row-batch.ts';
 import { defineProcessManager, type BatchContext } from './process-manager.ts';
+import { WEBHOOK_DELIVERY_JOB, WEBHOOK_REPLAY_JOB, type WebhookDeliveryJob, type WebhookReplayJob } from '../domain/jobs.ts';
 
 export const WEBHOOK_DELIVERIES_PROCESS = 'webhook_deliveries';
-export const WEBHOOK_DELIVERY_JOB = 'webhook-delivery';
-export const WEBHOOK_REPLAY_JOB = 'webhook-replay';
-
-/** One attempt of one delivery: the job id names both, so an attempt is scheduled once however often the log is read. */
-export interface WebhookDeliveryJob {
-  deliveryId: string;
-  attempt: number;
-}
-
-/** One page of a replay; the page's job schedules the next, from where it stopped. */
-export interface WebhookReplayJob {
-  replayId: string;
-  webhookId: string;
-  organisationId: string;
-  after: string | null;
-  until: string;
-  from: string | null;
-  to: string | null;
-}
-
 interface EndpointRow {
   id: string;
   organisation_id: string;

@@ -3,8 +3,7 @@ import { scheduleJobs, type DueJob } from '../infra/jobs.ts';
 import { columnsOf, type Held, type NullableTimestamp, type Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
-
-export const INVITATION_EMAIL_JOB = 'invitation-email';
+import { INVITATION_EMAIL_JOB } from '../domain/jobs.ts';
 
 export interface TeamInvitationRow {
   id: string;

@@ -316,7 +316,7 @@ class BatchLeaderboards {
   private hold(leaderboard: Leaderboard): void {
     this.byId.set(leaderboard.id, leaderboard);
     let ofOrganisation = this.byOrganisation.get(leaderboard.organisation_id);
-    if (!ofOrganisation) this.byOrganisation.set(leaderboard.organisation_id, (ofOrganisation = new Map()));
+    if (!ofOrganisation) this.byOrganisation.set(leaderboard.organisation_id, (ofOrganisation = new Map<string, Leaderboard>()));
     ofOrganisation.set(leaderboard.id, leaderboard);
   }
 

@@ -197,11 +197,11 @@ export const leaderboardsProjection = defineProjection<LeaderboardTables, Leader
     const assigned = [...distributions.keys()].map((key) => JSON.parse(key) as [string, string]);
     await db
       .deleteFrom('leaderboard_rank_rewards')
-      .where(({ eb, refTuple, tuple }) =>
+      .where((eb) =>
         eb(
-          refTuple('organisation_id', 'leaderboard_id'),
+          eb.refTuple('organisation_id', 'leaderboard_id'),
           'in',
-          assigned.map(([organisationId, leaderboardId]) => tuple(organisationId, leaderboardId)),
+          assigned.map(([organisationId, leaderboardId]) => eb.tuple(organisationId, leaderboardId)),
         ),
       )
       .execute();

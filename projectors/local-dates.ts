@@ -33,7 +33,7 @@ const offsets = new Map<Zone, Map<number, number>>();
  */
 function offsetAt(zone: Zone, millis: number): number {
   let hours = offsets.get(zone);
-  if (!hours) offsets.set(zone, (hours = new Map()));
+  if (!hours) offsets.set(zone, (hours = new Map<number, number>()));
   const hour = Math.floor(millis / HOUR);
   let offset = hours.get(hour);
   if (offset === undefined) {

@@ -1,6 +1,5 @@
 import type { Kysely, Migration } from 'kysely';
 import { withTableTypes } from '../infra/database.ts';
-import type { RecordedEvent } from '../infra/event-store/port.ts';
 import type { Consumer, Recorded } from './runtime/consumer.ts';
 
 export type { Recorded } from './runtime/consumer.ts';
@@ -47,6 +46,6 @@ export function defineProjection<Tables, E extends { type: string; data: unknown
     canHandle: new Set<string>(definition.canHandle),
     ...(definition.onFailure ? { onFailure: definition.onFailure } : {}),
     // The runtime hands over only events whose type is in `canHandle`, so the narrowing holds.
-    apply: (db, events) => definition.apply(withTableTypes<Tables>(db), events as readonly RecordedEvent[] as readonly Recorded<E>[]),
+    apply: (db, events) => definition.apply(withTableTypes<Tables>(db), events as readonly Recorded<E>[]),
   };
 }

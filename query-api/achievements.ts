@@ -1,28 +1,30 @@
 import { Router } from 'express';
 import type { Kysely, Selectable } from 'kysely';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { STREAK_MILESTONES } from '../domain/achievements.ts';
 import { zeroXp, type CommunityLedger } from '../domain/user.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { achievementSchema, achievementsQuery, type AchievementView } from '../infra/contract/achievements.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import { userTokenHeader } from '../infra/contract/reward-assets.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { achievementSchema, achievementsQuery, type AchievementView } from '../api/contract/achievements.ts';
+import { pageOf } from '../api/contract/common.ts';
+import { userTokenHeader } from '../api/contract/reward-assets.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { newestFirstDeep, type DeepList } from '../infra/http/deep-pages.ts';
 import type { Page } from '../infra/http/pagination.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { ACHIEVEMENTS_PROJECTION, type AchievementRow, type AchievementTables } from '../projectors/achievements.ts';
 import type { CommunityTables } from '../projectors/communities.ts';
 import { iso } from './communities.ts';
 import { requireCommunity } from './events.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 /** `GET /integration/achievements`: what the signed-in user earned. */
 export function achievementQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<AchievementTables> = ctx.database.db;
-  const communities: Kysely<CommunityTables> = ctx.database.db;
+  const db: Kysely<AchievementTables> = withTableTypes(ctx.database.db);
+  const communities: Kysely<CommunityTables> = withTableTypes(ctx.database.db);
   const signedIn = requireUser(userTokenKey(ctx.config));
   const fresh = readYourWrites(db, [ACHIEVEMENTS_PROJECTION, 'communities'], ctx.config.readYourWritesTimeoutMs);
 

@@ -1,16 +1,18 @@
 import { Router } from 'express';
 import type { Kysely, Transaction } from 'kysely';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { NO_STEP_COUNTS, stepRates, type StartCounts, type StepCounts } from '../domain/analytics.ts';
 import type { ChallengeRecord } from '../domain/challenge.ts';
 import { pickDetails } from '../domain/localised-details.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { RANGE_DESCRIPTION, actionStepsQuery, actionStepsSchema, type ActionStep } from '../infra/contract/analytics.ts';
-import { languageHeader } from '../infra/contract/localised-details.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { RANGE_DESCRIPTION, actionStepsQuery, actionStepsSchema, type ActionStep } from '../api/contract/analytics.ts';
+import { languageHeader } from '../api/contract/localised-details.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { STEP_ANALYTICS_PROJECTION, type StepAnalyticsTables } from '../projectors/challenge-step-analytics.ts';
+import { withTableTypes } from '../infra/database.ts';
 import {
   count,
   inOneSnapshot,
@@ -37,7 +39,7 @@ type Tables = StepAnalyticsTables & ChallengeDocumentTables & OrganisationSettin
 
 export function challengeStepAnalyticsQueries(ctx: ServiceContext, analytics: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<Tables> = ctx.database.db;
+  const db: Kysely<Tables> = withTableTypes(ctx.database.db);
 
   analytics.route(
     router,

@@ -2,26 +2,28 @@ import { Router } from 'express';
 import type { Kysely } from 'kysely';
 import { tenantOf } from '../infra/auth.ts';
 import type { ChallengeRecord } from '../domain/challenge.ts';
-import { challengeSchema, challengeView, type ChallengeView } from '../infra/contract/challenges.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { challengeSchema, challengeView, type ChallengeView } from '../api/contract/challenges.ts';
+import { pageOf } from '../api/contract/common.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import type { ChallengeTables } from '../projectors/challenges.ts';
 import { allocationFigures, allocationIdsOf, withFigures } from './rewards.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function challengeQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<ChallengeTables> = ctx.database.db;
+  const db: Kysely<ChallengeTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, ['challenges', 'reward_allocations'], ctx.config.readYourWritesTimeoutMs);
   /** The challenges as the API shows them, each action's allocations with what has been handed out of them. */
   const viewsOf = async (organisationId: string, records: ChallengeRecord[]): Promise<ChallengeView[]> => {
     const views = records.map(challengeView);
     const distributions = views.flatMap((view) => view.actions.flatMap((action) => (action.distribution ? [action.distribution] : [])));
-    const figures = await allocationFigures(ctx.database.db, organisationId, allocationIdsOf(distributions));
+    const figures = await allocationFigures(withTableTypes(ctx.database.db), organisationId, allocationIdsOf(distributions));
     return views.map((view) => ({
       ...view,
       actions: view.actions.map((action) => (action.distribution ? { ...action, distribution: withFigures(action.distribution, figures) } : action)),

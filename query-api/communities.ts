@@ -2,20 +2,22 @@ import { Router } from 'express';
 import type { Kysely, Selectable } from 'kysely';
 import type { Community } from '../domain/community.ts';
 import type { VariableConfig } from '../domain/variable-config.ts';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import type { CommunityRow, CommunityTables } from '../projectors/communities.ts';
 import type { VariableConfigRow, VariableConfigTables } from '../projectors/variable-configs.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import { communitySchema, variableConfigSchema } from '../infra/contract/communities.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { pageOf } from '../api/contract/common.ts';
+import { communitySchema, variableConfigSchema } from '../api/contract/communities.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function communityQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<CommunityTables & VariableConfigTables> = ctx.database.db;
+  const db: Kysely<CommunityTables & VariableConfigTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, ['communities'], ctx.config.readYourWritesTimeoutMs);
   const freshConfigs = readYourWrites(db, ['variable_configs'], ctx.config.readYourWritesTimeoutMs);
 

@@ -1,26 +1,28 @@
 import { Router } from 'express';
 import type { Kysely, Selectable } from 'kysely';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import { eventRecordSchema, eventsQuery, type EventRecord } from '../infra/contract/event-records.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { pageOf } from '../api/contract/common.ts';
+import { eventRecordSchema, eventsQuery, type EventRecord } from '../api/contract/event-records.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { newestFirstDeep, type DeepList } from '../infra/http/deep-pages.ts';
 import { notFound } from '../infra/http/errors.ts';
 import type { Page } from '../infra/http/pagination.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
 import type { CommunityTables } from '../projectors/communities.ts';
 import type { CustomEventRow, CustomEventTables, EventCountDimension } from '../projectors/custom-events.ts';
 import type { UserTables } from '../projectors/users.ts';
 import { iso } from './communities.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 /** `GET /integration/events`: the organisation's logged custom events as the contract's event records. */
 export function eventQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<CustomEventTables> = ctx.database.db;
-  const users: Kysely<UserTables> = ctx.database.db;
-  const communities: Kysely<CommunityTables> = ctx.database.db;
+  const db: Kysely<CustomEventTables> = withTableTypes(ctx.database.db);
+  const users: Kysely<UserTables> = withTableTypes(ctx.database.db);
+  const communities: Kysely<CommunityTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(ctx.database.db, ['custom_events', 'users', 'communities'], ctx.config.readYourWritesTimeoutMs);
 
   integration.route(

@@ -1,19 +1,20 @@
 import { Router } from 'express';
 import type { Kysely } from 'kysely';
 import { tenantOf } from '../infra/auth.ts';
-import { gameConfigSchema, gameView } from '../infra/contract/games.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { gameConfigSchema, gameView } from '../api/contract/games.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { readYourWrites } from '../infra/http/request-context.ts';
+import { readYourWrites } from './read-your-writes.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import type { GameTables } from '../projectors/games.ts';
 import { allocationFigures, allocationIdsOf, withFigures } from './rewards.ts';
-import { minPositionHeader } from '../infra/http/request-context.ts';
+import { minPositionHeader } from './read-your-writes.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<GameTables> = ctx.database.db;
+  const db: Kysely<GameTables> = withTableTypes(ctx.database.db);
 
   admin.route(
     router,
@@ -39,7 +40,7 @@ export function gameQueries(ctx: ServiceContext, admin: ApiDescription): Router 
         .executeTakeFirst();
       if (!row) throw notFound('Game not found');
       const view = gameView(row.document);
-      const figures = await allocationFigures(ctx.database.db, organisationId, allocationIdsOf(view.distributions));
+      const figures = await allocationFigures(withTableTypes(ctx.database.db), organisationId, allocationIdsOf(view.distributions));
       res.json({ ...view, distributions: view.distributions.map((distribution) => withFigures(distribution, figures)) });
     },
   );

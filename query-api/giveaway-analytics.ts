@@ -1,14 +1,16 @@
 import { Router } from 'express';
 import { sql, type AliasedSelectQueryBuilder, type Kysely, type Transaction } from 'kysely';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { fraction, ratio } from '../domain/analytics.ts';
 import { pickDetails } from '../domain/localised-details.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { RANGE_DESCRIPTION, giveawaysOverviewQuery, giveawaysOverviewSchema, type GiveawaysOverview } from '../infra/contract/analytics.ts';
-import { languageHeader } from '../infra/contract/localised-details.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { RANGE_DESCRIPTION, giveawaysOverviewQuery, giveawaysOverviewSchema, type GiveawaysOverview } from '../api/contract/analytics.ts';
+import { languageHeader } from '../api/contract/localised-details.ts';
+import type { ApiDescription } from '../api/api-description.ts';
+import { parse } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { GIVEAWAY_ANALYTICS_PROJECTION, type GiveawayAnalyticsTables } from '../projectors/giveaway-analytics.ts';
+import { withTableTypes } from '../infra/database.ts';
 import {
   count,
   dayAfter,
@@ -38,7 +40,7 @@ interface UserEntries {
 
 export function giveawayAnalyticsQueries(ctx: ServiceContext, analytics: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<Tables> = ctx.database.db;
+  const db: Kysely<Tables> = withTableTypes(ctx.database.db);
 
   analytics.route(
     router,

@@ -1,7 +1,7 @@
 import { Router, type Express } from 'express';
 import { sql, type Kysely } from 'kysely';
 import type { Redis } from 'ioredis';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import type { EventStore } from '../infra/event-store/port.ts';
 import { errorHandler, unknownRoute } from '../infra/http/errors.ts';
 import { createHttpApp } from '../infra/http/plumbing.ts';
@@ -10,7 +10,7 @@ import type { Logger } from '../infra/logging.ts';
 import type { Metrics } from '../infra/metrics.ts';
 import { liveLag } from '../projectors/maintenance.ts';
 import { projectionStatus } from '../projectors/runtime/index.ts';
-import { settleWithin, type UntypedDb } from '../infra/database.ts';
+import { settleWithin, withTableTypes, type UntypedDb } from '../infra/database.ts';
 
 /**
  * `/healthz`: the process answers. `/readyz`: every backing store answers too, and no live projection is
@@ -101,7 +101,7 @@ async function collectGauges(metrics: Metrics, db: UntypedDb, store: EventStore,
         logger?.warn({ err: error }, 'metrics: projection status unavailable');
       },
     ),
-    Promise.all([jobCounts(db, now), oldestDueSeconds(db, now)]).then(
+    Promise.all([jobCounts(withTableTypes(db), now), oldestDueSeconds(withTableTypes(db), now)]).then(
       ([counts, oldest]) => {
         metrics.jobs.reset();
         metrics.jobsRetrying.reset();

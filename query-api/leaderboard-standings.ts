@@ -1,18 +1,20 @@
 import { Router } from 'express';
 import { sql, type Kysely } from 'kysely';
 import { DateTime } from 'luxon';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import type { FrozenStanding } from '../domain/engagement-events.ts';
 import type { Period } from '../domain/leaderboard.ts';
 import { leaderboardWindowAt, previousWindow, type Window, type WindowedLeaderboard } from '../domain/windows.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { standingsQuery, standingsSchema, type Standings } from '../infra/contract/standings.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { standingsQuery, standingsSchema, type Standings } from '../api/contract/standings.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { badRequest, notFound } from '../infra/http/errors.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { STANDINGS_PROJECTION, type LeaderboardStandingsTables } from '../projectors/leaderboard-standings.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 /**
  * The columns read here of tables other read models own (`leaderboards`, `organisations`, `users`: the
@@ -62,14 +64,14 @@ function resolveWindow(leaderboard: WindowedLeaderboard, timeZone: string, wante
   if (/^\d{4}-\d{2}-\d{2}$/.test(wanted)) {
     const local = DateTime.fromISO(wanted, { zone: timeZone });
     if (!local.isValid) throw badRequest([{ message: `window: ${wanted} is not a date` }]);
-    return at(local.toUTC().toISO()!);
+    return at(local.toUTC().toISO());
   }
   return at(new Date(wanted).toISOString());
 }
 
 export function standingsQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db: StandingsDb = ctx.database.db;
+  const db: StandingsDb = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, [STANDINGS_PROJECTION], ctx.config.readYourWritesTimeoutMs);
   const signedIn = requireUser(userTokenKey(ctx.config));
 

@@ -3,18 +3,20 @@ import type { Kysely, Selectable } from 'kysely';
 import type { LeaderboardConfig } from '../domain/leaderboard.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { notFound } from '../infra/http/errors.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import { leaderboardConfigSchema, leaderboardDistributionSchema } from '../infra/contract/leaderboards.ts';
+import type { ApiDescription } from '../api/api-description.ts';
+import { pageOf } from '../api/contract/common.ts';
+import { leaderboardConfigSchema, leaderboardDistributionSchema } from '../api/contract/leaderboards.ts';
 import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
-import type { ServiceContext } from '../command-api/context.ts';
+import { parse } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
+import type { ServiceContext } from '../api/context.ts';
 import type { LeaderboardRankRewardRow, LeaderboardRow, LeaderboardTables } from '../projectors/leaderboards.ts';
 import { allocationFigures, allocationIdsOf, withFigures } from './rewards.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<LeaderboardTables> = ctx.database.db;
+  const db: Kysely<LeaderboardTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, ['leaderboards'], ctx.config.readYourWritesTimeoutMs);
   const freshDistribution = readYourWrites(db, ['leaderboards', 'reward_allocations'], ctx.config.readYourWritesTimeoutMs);
 
@@ -93,7 +95,7 @@ export function leaderboardQueries(ctx: ServiceContext, admin: ApiDescription): 
       ]);
       if (!leaderboard) throw notFound('Leaderboard not found');
       const rewards = ranges.map(toRankReward);
-      const figures = await allocationFigures(ctx.database.db, organisationId, allocationIdsOf(rewards));
+      const figures = await allocationFigures(withTableTypes(ctx.database.db), organisationId, allocationIdsOf(rewards));
       res.json({ leaderboardConfigId: leaderboard.id, rewards: rewards.map((reward) => withFigures(reward, figures)) });
     },
   );

@@ -1,15 +1,16 @@
 import { Router } from 'express';
 import type { Kysely } from 'kysely';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { teamMemberSchema } from '../infra/contract/users.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { teamMemberSchema } from '../api/contract/users.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { readYourWrites } from '../infra/http/request-context.ts';
+import { readYourWrites } from './read-your-writes.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { minPositionHeader } from '../infra/http/request-context.ts';
+import { minPositionHeader } from './read-your-writes.ts';
 import { findTeamMember, type TeamMemberTables } from './users.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 const userTokenHeader = {
   name: 'Authorization',
@@ -20,7 +21,7 @@ const userTokenHeader = {
 /** Integration routes for the signed-in end user. */
 export function meQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<TeamMemberTables> = ctx.database.db;
+  const db: Kysely<TeamMemberTables> = withTableTypes(ctx.database.db);
   const signedIn = requireUser(userTokenKey(ctx.config));
   const fresh = readYourWrites(db, ['users'], ctx.config.readYourWritesTimeoutMs);
 

@@ -1,20 +1,22 @@
 import { Router } from 'express';
 import type { Kysely, Selectable } from 'kysely';
 import { z } from 'zod';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { pickDetails, type LocalisedDetails } from '../domain/localised-details.ts';
 import { rewardAssetView, type RewardAsset, type RewardAssetView } from '../domain/reward-asset.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import { languageHeader } from '../infra/contract/localised-details.ts';
-import { requestedLanguage, rewardAssetSchema, rewardEntrySchema, userTokenHeader } from '../infra/contract/reward-assets.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { pageOf } from '../api/contract/common.ts';
+import { languageHeader } from '../api/contract/localised-details.ts';
+import { requestedLanguage, rewardAssetSchema, rewardEntrySchema, userTokenHeader } from '../api/contract/reward-assets.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import type { RewardAssetTables, RewardAssetsTable } from '../projectors/reward-assets.ts';
 import type { RewardEntriesTable, RewardEntryTables } from '../projectors/reward-entries.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export type RewardEntryView = z.infer<typeof rewardEntrySchema>;
 
@@ -44,7 +46,7 @@ type Tables = RewardEntryTables & RewardAssetTables & RewardFactsTables;
 /** The signed-in user's giveaway entries and reward assets (integration family). */
 export function rewardEntryQueries(ctx: ServiceContext, integration: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<Tables> = ctx.database.db;
+  const db: Kysely<Tables> = withTableTypes(ctx.database.db);
   const signedIn = requireUser(userTokenKey(ctx.config));
   const fresh = readYourWrites(db, READ_MODELS, ctx.config.readYourWritesTimeoutMs);
 

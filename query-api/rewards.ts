@@ -4,21 +4,23 @@ import { isLive, type RewardAllocation } from '../domain/allocation.ts';
 import { fromLocalised } from '../domain/localised-details.ts';
 import type { Reward } from '../domain/reward.ts';
 import { tenantOf } from '../infra/auth.ts';
-import type { ServiceContext } from '../command-api/context.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import { allocationOutput } from '../infra/contract/distribution.ts';
-import { listRewardsQuery, rewardSchema } from '../infra/contract/rewards.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import type { ServiceContext } from '../api/context.ts';
+import { pageOf } from '../api/contract/common.ts';
+import { allocationOutput } from '../api/contract/distribution.ts';
+import { listRewardsQuery, rewardSchema } from '../api/contract/rewards.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
 import type { RewardAllocationRow, RewardAllocationTables } from '../projectors/reward-allocations.ts';
 import type { RewardRow, RewardTables } from '../projectors/rewards.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function rewardQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<RewardTables & RewardAllocationTables> = ctx.database.db;
+  const db: Kysely<RewardTables & RewardAllocationTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, ['rewards'], ctx.config.readYourWritesTimeoutMs);
   const freshAllocations = readYourWrites(db, ['rewards', 'reward_allocations'], ctx.config.readYourWritesTimeoutMs);
 

@@ -1,14 +1,15 @@
 import { Router } from 'express';
 import type { Kysely } from 'kysely';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
 import type { RateLimitDefaults } from '../infra/config.ts';
-import { domainListSchema, settingsSchema } from '../infra/contract/domains.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { domainListSchema, settingsSchema } from '../api/contract/domains.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { minPositionHeader, readYourWrites } from '../infra/http/request-context.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { verificationRecordName } from '../domain/organisation.ts';
 import type { OrganisationTables } from '../projectors/organisations.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 /** The settings as they are now; `rateLimits` are the ones in force (the organisation's own, else `defaults`). */
 export async function readSettings(db: Kysely<OrganisationTables>, organisationId: string, defaults: RateLimitDefaults) {
@@ -34,7 +35,7 @@ export async function readSettings(db: Kysely<OrganisationTables>, organisationI
 /** The organisation's own records: its settings and its domains. */
 export function organisationQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<OrganisationTables> = ctx.database.db;
+  const db: Kysely<OrganisationTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, ['organisations'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(

@@ -1,20 +1,22 @@
 import { Router } from 'express';
 import type { Kysely } from 'kysely';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import { teamMemberSchema, teamsQuery } from '../infra/contract/users.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { pageOf } from '../api/contract/common.ts';
+import { teamMemberSchema, teamsQuery } from '../api/contract/users.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
-import { parse, readYourWrites } from '../infra/http/request-context.ts';
-import { minPositionHeader } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
+import { readYourWrites } from './read-your-writes.ts';
+import { minPositionHeader } from './read-your-writes.ts';
 import type { CommunityTables } from '../projectors/communities.ts';
 import { listTeamMembers, type TeamMemberTables } from './users.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function teamQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const members: Kysely<TeamMemberTables> = ctx.database.db;
-  const communities: Kysely<CommunityTables> = ctx.database.db;
+  const members: Kysely<TeamMemberTables> = withTableTypes(ctx.database.db);
+  const communities: Kysely<CommunityTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(ctx.database.db, ['users', 'communities'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(

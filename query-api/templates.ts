@@ -4,23 +4,25 @@ import { z } from 'zod';
 import { xpConfigOf, type ChallengeRecord } from '../domain/challenge.ts';
 import { LANGUAGE_PATTERN, pickDetails } from '../domain/localised-details.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { challengeTemplateSchema } from '../infra/contract/challenges.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import { languageHeader } from '../infra/contract/localised-details.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { challengeTemplateSchema } from '../api/contract/challenges.ts';
+import { pageOf } from '../api/contract/common.ts';
+import { languageHeader } from '../api/contract/localised-details.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { badRequest } from '../infra/http/errors.ts';
 import { newestFirst, pagination, type Page } from '../infra/http/pagination.ts';
-import { parse, readYourWrites } from '../infra/http/request-context.ts';
-import type { ServiceContext } from '../command-api/context.ts';
+import { parse } from '../api/routes.ts';
+import { readYourWrites } from './read-your-writes.ts';
+import type { ServiceContext } from '../api/context.ts';
 import type { ChallengeTables } from '../projectors/challenges.ts';
 import type { OrganisationTables } from '../projectors/organisations.ts';
-import { minPositionHeader } from '../infra/http/request-context.ts';
+import { minPositionHeader } from './read-your-writes.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export type ChallengeTemplate = z.infer<typeof challengeTemplateSchema>;
 
 export function templateQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<ChallengeTables & OrganisationTables> = ctx.database.db;
+  const db: Kysely<ChallengeTables & OrganisationTables> = withTableTypes(ctx.database.db);
 
   admin.route(
     router,

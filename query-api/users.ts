@@ -1,28 +1,29 @@
 import { Router } from 'express';
 import { sql, type Kysely, type Selectable } from 'kysely';
 import { teamMember, type CommunityLedger, type TeamMember } from '../domain/user.ts';
-import type { ServiceContext } from '../command-api/context.ts';
+import type { ServiceContext } from '../api/context.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import { listUsersQuery, teamMemberSchema } from '../infra/contract/users.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { pageOf } from '../api/contract/common.ts';
+import { listUsersQuery, teamMemberSchema } from '../api/contract/users.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { newestFirst, type Page, type Pagination } from '../infra/http/pagination.ts';
-import { parse, readYourWrites } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
+import { readYourWrites } from './read-your-writes.ts';
 import type { UserRow, UserTables } from '../projectors/users.ts';
 import type { AchievementTables } from '../projectors/achievements.ts';
 import type { UserLedgerTables } from '../projectors/user-ledgers.ts';
 import { withTableTypes } from '../infra/database.ts';
 import { iso } from './communities.ts';
 import { achievementCountsOf, addAchievementOnlyLedgers } from './achievements.ts';
-import { minPositionHeader } from '../infra/http/request-context.ts';
+import { minPositionHeader } from './read-your-writes.ts';
 
 /** What a team member record is read from: the user and its ledgers. */
 export type TeamMemberTables = UserTables & UserLedgerTables;
 
 export function userQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<TeamMemberTables> = ctx.database.db;
+  const db: Kysely<TeamMemberTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, ['users'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(

@@ -1,21 +1,22 @@
 import { Router } from 'express';
 import type { Kysely, Selectable } from 'kysely';
-import type { ServiceContext } from '../command-api/context.ts';
-import { webhookIdOf } from '../command-api/webhooks.ts';
+import type { ServiceContext } from '../api/context.ts';
 import type { Webhook } from '../domain/webhook.ts';
 import { tenantOf } from '../infra/auth.ts';
-import { pageOf } from '../infra/contract/common.ts';
-import { deliveriesQuery, deliverySchema, webhookSchema } from '../infra/contract/webhooks.ts';
-import type { ApiDescription } from '../infra/http/api-description.ts';
+import { pageOf } from '../api/contract/common.ts';
+import { deliveriesQuery, deliverySchema, webhookSchema } from '../api/contract/webhooks.ts';
+import type { ApiDescription } from '../api/api-description.ts';
 import { notFound } from '../infra/http/errors.ts';
 import { newestFirst, pagination } from '../infra/http/pagination.ts';
-import { minPositionHeader, parse, readYourWrites } from '../infra/http/request-context.ts';
+import { parse, pathId } from '../api/routes.ts';
+import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
 import { WEBHOOKS_PROJECTION, type WebhookDeliveryRow, type WebhookRow, type WebhookTables } from '../projectors/webhooks.ts';
 import { iso } from './communities.ts';
+import { withTableTypes } from '../infra/database.ts';
 
 export function webhookQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<WebhookTables> = ctx.database.db;
+  const db: Kysely<WebhookTables> = withTableTypes(ctx.database.db);
   const fresh = readYourWrites(db, [WEBHOOKS_PROJECTION], ctx.config.readYourWritesTimeoutMs);
   const endpointOf = async (organisationId: string, webhookId: string) => {
     const row = await db
@@ -67,7 +68,7 @@ export function webhookQueries(ctx: ServiceContext, admin: ApiDescription): Rout
     fresh,
     async (req, res) => {
       const { organisationId } = tenantOf(res);
-      res.json(toWebhook(await endpointOf(organisationId, webhookIdOf(req))));
+      res.json(toWebhook(await endpointOf(organisationId, pathId(req.params.webhookId, 'Webhook'))));
     },
   );
 
@@ -88,7 +89,7 @@ export function webhookQueries(ctx: ServiceContext, admin: ApiDescription): Rout
     async (req, res) => {
       const { outcome, ...page } = parse(deliveriesQuery, req.query);
       const { organisationId } = tenantOf(res);
-      const webhook = await endpointOf(organisationId, webhookIdOf(req));
+      const webhook = await endpointOf(organisationId, pathId(req.params.webhookId, 'Webhook'));
       let matching = db.selectFrom('webhook_deliveries').where('webhook_id', '=', webhook.id);
       if (outcome) matching = matching.where('outcome', '=', outcome);
       const { rows, totalCount } = await newestFirst(matching, page);

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GiveawayDrawnEvent } from '../domain/engagement-events.ts';
-import { actionStepsSchema, giveawaysOverviewSchema } from '../infra/contract/analytics.ts';
+import { actionStepsSchema, giveawaysOverviewSchema } from '../api/contract/analytics.ts';
 import { challengeStepAnalyticsProjection } from '../projectors/challenge-step-analytics.ts';
 import { giveawayAnalyticsProjection } from '../projectors/giveaway-analytics.ts';
 import type { Projection } from '../projectors/projection.ts';

@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runConsoleOperation } from '../command-api/console.ts';
+import { runConsoleOperation } from '../cli/console-operations.ts';
 import {
   driveIn,
   jobsStatus,
@@ -37,7 +37,7 @@ function cli(extra: Partial<CliContext> = {}) {
   const err = new PassThrough();
   err.resume();
   const ctx: CliContext = {
-    run: (name, input) => runConsoleOperation(t.service, name, input, 'test') as Promise<any>,
+    run: (name, input) => runConsoleOperation(t.service, name, input, 'test'),
     out,
     err,
     ...extra,
@@ -175,12 +175,12 @@ describe('engage projections', () => {
     await partial.start();
     await waitUntil(() => stopping !== undefined, 20_000, 'the first batch');
     await stopping;
-    const checkpoint = (await db
+    const checkpoint = await db
       .selectFrom('projection_generations')
       .select('checkpoint')
       .where('name', '=', 'organisations')
       .where('generation', '=', live + 1)
-      .executeTakeFirstOrThrow()) as { checkpoint: string };
+      .executeTakeFirstOrThrow();
     expect(checkpoint.checkpoint).toMatch(/^[0-9a-f]{32}$/);
 
     const resumed = cli({ drive: driveIn(t.service), progress: true });

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aggregateStream, handleCommand, type CommandPart } from '../command-api/command-handling.ts';
-import type { Caller } from '../command-api/context.ts';
+import type { Caller } from '../api/context.ts';
 import { appendDecided } from '../command-api/jobs.ts';
 import { logCustomEvent, logCustomEventBatch } from '../command-api/log-custom-event.ts';
 import { communityChecks } from '../command-api/reference-checks.ts';
@@ -10,7 +10,7 @@ import { StreamStates, streamStatesOf } from '../command-api/stream-states.ts';
 import { communityDecider } from '../domain/community.ts';
 import { userDecider } from '../domain/user.ts';
 import { newId } from '../infra/ids.ts';
-import { logCustomEventBody } from '../infra/contract/custom-events.ts';
+import { logCustomEventBody } from '../api/contract/custom-events.ts';
 import { startTestService, type TestService, type Tenant } from './support/service.ts';
 
 /** The SQL statements sent by the work run inside `counted` (other work of the process is not counted). */

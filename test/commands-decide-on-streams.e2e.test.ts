@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueToken, revokeToken } from '../command-api/organisations.ts';
-import { runConsoleOperation } from '../command-api/console.ts';
+import { runConsoleOperation } from '../cli/console-operations.ts';
 import { ownerOf } from '../command-api/id-lookups.ts';
 import { newId } from '../infra/ids.ts';
 import { signInvitationToken } from '../infra/invitation-tokens.ts';

@@ -70,7 +70,7 @@ describe('hung and missing dependencies', () => {
       version: '1',
       send(mail, done) {
         sent.push(String(mail.data.to));
-        done(null, { envelope: mail.message.getEnvelope(), messageId: mail.message.messageId() } as never);
+        done(null, { envelope: mail.message.getEnvelope(), messageId: mail.message.messageId() });
       },
     });
     service = await openService(config, pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), {
@@ -171,7 +171,7 @@ describe('hung and missing dependencies', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     cleanups.push(() => stopProcess(child));
-    for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    for (const stream of [child.stdout, child.stderr]) stream.on('data', (chunk: Buffer) => (log += chunk.toString()));
     const running = () => {
       if (child.exitCode !== null) throw new Error(`the process exited (${child.exitCode}):\n${log}`);
     };

@@ -106,7 +106,7 @@ describe('the embedded PostgreSQL', () => {
     // A process that started the server is killed with -9: the server (a session of its own) survives, and
     // the member's share went with its connection.
     const member = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/embedded-member.ts', dir], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const [line] = (await once(member.stdout!, 'data')) as [Buffer];
+    const [line] = (await once(member.stdout, 'data')) as [Buffer];
     expect(line.toString()).toMatch(/^joined \d+/);
     const pid = runningPostmaster(dir)!;
     const port = Number(line.toString().split(' ')[1]);

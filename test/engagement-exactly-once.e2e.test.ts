@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jobHandlers } from '../command-api/jobs.ts';
-import { GIVEAWAY_DRAW_JOB, WINDOW_CLOSE_JOB } from '../process-managers/engagement-schedule.ts';
+import { GIVEAWAY_DRAW_JOB, WINDOW_CLOSE_JOB } from '../domain/jobs.ts';
 import { ManualClock } from './support/clock.ts';
 import { asTenant, startTestService, type Tenant, type TestService } from './support/service.ts';
 

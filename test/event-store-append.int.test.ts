@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres, type Database } from '../infra/database.ts';
-import { EventIdConflictError, WrongExpectedRevisionError, type ExpectedRevision, type NewEvent } from '../infra/event-store/port.ts';
+import { EventIdConflictError, WrongExpectedRevisionError, type NewEvent } from '../infra/event-store/port.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { migrate } from '../service.ts';
 import { freshDatabase } from './support/databases.ts';
@@ -191,7 +191,7 @@ describe('PostgreSQL append: one statement, group commit', () => {
               unit.map((append) => ({
                 stream: `${cat}-${append.stream}`,
                 events: events(append.count),
-                expectedRevision: (typeof append.expected === 'number' ? BigInt(append.expected) : append.expected) as ExpectedRevision,
+                expectedRevision: typeof append.expected === 'number' ? BigInt(append.expected) : append.expected,
               })),
             ),
           ),

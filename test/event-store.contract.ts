@@ -75,7 +75,7 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
         const outcomes = await Promise.allSettled(Array.from({ length: 8 }, () => store.append(stream, events(1), { expectedRevision: 0n })));
         expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
         for (const outcome of outcomes.filter((o) => o.status === 'rejected')) {
-          expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+          expect(outcome.reason).toBeInstanceOf(WrongExpectedRevisionError);
         }
         expect(await store.readStream(stream)).toHaveLength(2);
       });

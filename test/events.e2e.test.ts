@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventRecordSchema } from '../infra/contract/event-records.ts';
+import { eventRecordSchema } from '../api/contract/event-records.ts';
 import { ManualClock } from './support/clock.ts';
 import { adminOf, type Member } from './support/programme.ts';
 import { asTenant, startTestService, type Tenant, type TestService } from './support/service.ts';

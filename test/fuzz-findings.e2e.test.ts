@@ -26,7 +26,13 @@ describe('what the fuzz suite found', () => {
   const post = (tenant: Tenant, path: string, body: unknown, headers: Record<string, string> = {}) =>
     t.request('POST', `/api/v2/admin${path}`, { ...asTenant(tenant, headers), body });
   const soon = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString();
-  const assetReward = (communityId: string) => ({ kind: 'asset', communityId, details: { en: block('Coffee') }, redeemable: { redeemByDate: soon(300) }, expiresAt: null });
+  const assetReward = (communityId: string) => ({
+    kind: 'asset',
+    communityId,
+    details: { en: block('Coffee') },
+    redeemable: { redeemByDate: soon(300) },
+    expiresAt: null,
+  });
   const visitChallenge = (communityId: string, allocation: { id: string; rewardId: string }) => ({
     communityId,
     details: { en: block('Visits') },
@@ -86,7 +92,9 @@ describe('what the fuzz suite found', () => {
     it('a leaderboard conditioned on its community or its variable', async () => {
       const leaderboard = { name: 'Weekly', metricType: 'total-xp', startsAt: soon(1), status: 'draft', period: 'weekly' };
       await refused(() => post(acme, '/leaderboards', { ...leaderboard, conditions: [{ type: 'community', communityId: ids.beta.community }] }));
-      await refused(() => post(acme, '/leaderboards', { ...leaderboard, conditions: [{ type: 'variable-config', variableConfigId: ids.beta.variable, value: 'gold' }] }));
+      await refused(() =>
+        post(acme, '/leaderboards', { ...leaderboard, conditions: [{ type: 'variable-config', variableConfigId: ids.beta.variable, value: 'gold' }] }),
+      );
       const created = await post(acme, '/leaderboards', leaderboard);
       expect(created.status).toBe(200);
       await refused(() =>

@@ -1,8 +1,17 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorBodySchema } from '../infra/http/api-description.ts';
-import { encodeBody, operationsOf, toJsonText, requestArbitrary, SchemaArbitraries, type GeneratedRequest, type Operation, type World } from './support/openapi-fuzz.ts';
+import { errorBodySchema } from '../api/api-description.ts';
+import {
+  encodeBody,
+  operationsOf,
+  toJsonText,
+  requestArbitrary,
+  SchemaArbitraries,
+  type GeneratedRequest,
+  type Operation,
+  type World,
+} from './support/openapi-fuzz.ts';
 import { adminOf, block } from './support/programme.ts';
 import { asTenant, PLATFORM_DOMAIN, startTestService, type Tenant, type TestService } from './support/service.ts';
 import type { HttpResponse } from './support/http.ts';
@@ -49,12 +58,20 @@ async function populate(t: TestService, tenant: Tenant, slug: string) {
   const community = await admin.community(`${slug} club`);
   const user = await admin.user(`${slug}-member`, [community]);
   const variableConfig = (await admin.post('/variable-configs', { key: 'tier', type: 'string' })).id as string;
-  const leaderboard = (await admin.post('/leaderboards', { name: 'Weekly XP', metricType: 'total-xp', startsAt: soon(-1), status: 'live', period: 'weekly' })).id as string;
+  const leaderboard = (await admin.post('/leaderboards', { name: 'Weekly XP', metricType: 'total-xp', startsAt: soon(-1), status: 'live', period: 'weekly' }))
+    .id as string;
   const assetReward = (
-    await admin.post('/rewards', { kind: 'asset', communityId: community, details: { en: block('Free coffee') }, redeemable: { redeemByDate: soon(300) }, expiresAt: null })
+    await admin.post('/rewards', {
+      kind: 'asset',
+      communityId: community,
+      details: { en: block('Free coffee') },
+      redeemable: { redeemByDate: soon(300) },
+      expiresAt: null,
+    })
   ).id as string;
   const allocation = (await admin.post(`/rewards/${assetReward}/allocations`, { supply: 1000, amountToDistribute: 1 })).id as string;
-  const giveaway = (await admin.post('/rewards', { kind: 'entries', communityId: community, details: { en: block('Trip') }, drawsAt: soon(200), supply: 1 })).id as string;
+  const giveaway = (await admin.post('/rewards', { kind: 'entries', communityId: community, details: { en: block('Trip') }, drawsAt: soon(200), supply: 1 }))
+    .id as string;
   const challenge = await admin.post('/challenges', {
     communityId: community,
     details: { en: block('Coffee week') },
@@ -64,7 +81,10 @@ async function populate(t: TestService, tenant: Tenant, slug: string) {
         category: 'participation',
         xp: 10,
         details: { en: block('Visit') },
-        distribution: { pointsToDistribute: 5, rewardsConfig: { amountToDistribute: 1, allocations: [{ id: allocation, rewardId: assetReward, supply: 1000, amountToDistribute: 1 }] } },
+        distribution: {
+          pointsToDistribute: 5,
+          rewardsConfig: { amountToDistribute: 1, allocations: [{ id: allocation, rewardId: assetReward, supply: 1000, amountToDistribute: 1 }] },
+        },
       },
     ],
     startsAt: soon(-1),
@@ -186,7 +206,13 @@ describe('fuzzing every operation of the OpenAPI documents', () => {
     console.log(`fuzz: seed ${SEED}, ${RUNS} runs per operation (set FUZZ_SEED, FUZZ_RUNS, FUZZ_OPERATION to explore)`);
   });
   afterAll(async () => {
-    const lines = [...seen].map(([operation, tally]) => `${operation.padEnd(58)} ${[...tally].sort(([a], [b]) => a - b).map(([status, count]) => `${status}×${count}`).join(' ')}`);
+    const lines = [...seen].map(
+      ([operation, tally]) =>
+        `${operation.padEnd(58)} ${[...tally]
+          .sort(([a], [b]) => a - b)
+          .map(([status, count]) => `${status}×${count}`)
+          .join(' ')}`,
+    );
     console.log(`fuzz: statuses per operation (seed ${SEED})\n${lines.join('\n')}`);
     await t?.close();
   });
@@ -288,12 +314,15 @@ describe('fuzzing every operation of the OpenAPI documents', () => {
    */
   function foreignReferences(operation: Operation, request: GeneratedRequest): string[] {
     const theirsByName = (name: string, value: string) => (idsByName(theirs.ids, name) ?? world.otherIds).includes(value);
-    const found = Object.entries(request.pathParameters).filter(([name, value]) => theirsByName(name, value)).map(([, value]) => value);
+    const found = Object.entries(request.pathParameters)
+      .filter(([name, value]) => theirsByName(name, value))
+      .map(([, value]) => value);
     if (operation.method === 'GET' || !request.body) return found;
     const pending: { value: unknown; name: string }[] = [{ value: request.body.value, name: '' }];
     while (pending.length > 0) {
       const { value, name } = pending.pop()!;
-      if (typeof value === 'string' && world.otherIds.includes(value) && name !== 'availableAsTemplateForOrganisations' && theirsByName(name, value)) found.push(value);
+      if (typeof value === 'string' && world.otherIds.includes(value) && name !== 'availableAsTemplateForOrganisations' && theirsByName(name, value))
+        found.push(value);
       else if (Array.isArray(value)) pending.push(...value.map((item) => ({ value: item, name: name.replace(/Ids$/, 'Id') })));
       else if (value !== null && typeof value === 'object') pending.push(...Object.entries(value).map(([key, item]) => ({ value: item, name: key })));
     }
@@ -328,7 +357,9 @@ describe('fuzzing every operation of the OpenAPI documents', () => {
     expect(failures, failures.join('\n\n')).toEqual([]);
     expect(await countTheirEvents(), "the other organisation's streams gained events").toBe(theirEvents);
     await t.settle();
-    const parked = await sql<{ name: string; event_type: string; error: string }>`select name, event_type, error from projection_parked`.execute(t.service.database.db);
+    const parked = await sql<{ name: string; event_type: string; error: string }>`select name, event_type, error from projection_parked`.execute(
+      t.service.database.db,
+    );
     expect(parked.rows, 'events the projections could not apply').toEqual([]);
   });
 });

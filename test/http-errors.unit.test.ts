@@ -6,7 +6,7 @@ import { DomainError } from '../domain/decider.ts';
 import { WrongExpectedRevisionError } from '../infra/event-store/port.ts';
 import { errorHandler, unknownRoute } from '../infra/http/errors.ts';
 import { createHttpApp } from '../infra/http/plumbing.ts';
-import { parse } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
 import { httpClient } from './support/http.ts';
 
 describe('HTTP error plumbing', () => {

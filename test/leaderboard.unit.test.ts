@@ -69,7 +69,7 @@ describe('which metrics fit which periods', () => {
 });
 
 const later = '2026-01-02T09:00:00.000Z';
-const createdAs = (status: LeaderboardStatus): LeaderboardEvent => ({ type: 'LeaderboardCreated', data: { ...created.data, status } as typeof created.data });
+const createdAs = (status: LeaderboardStatus): LeaderboardEvent => ({ type: 'LeaderboardCreated', data: { ...created.data, status } });
 const update = (changes: { status?: LeaderboardStatus; edits?: Record<string, unknown>; organisationId?: string } = {}): LeaderboardCommand => ({
   type: 'UpdateLeaderboard',
   data: {

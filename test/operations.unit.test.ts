@@ -55,7 +55,8 @@ describe('deployment files', () => {
   });
 
   it('docker-compose.yml runs every process role against PostgreSQL and Redis, KurrentDB only under its profile', () => {
-    for (const service of ['postgres', 'redis', 'kurrentdb', 'proxy', 'prometheus', 'grafana', ...engageRoles]) expect(Object.keys(services)).toContain(service);
+    for (const service of ['postgres', 'redis', 'kurrentdb', 'proxy', 'prometheus', 'grafana', ...engageRoles])
+      expect(Object.keys(services)).toContain(service);
     for (const role of ROLES.filter((role) => role !== 'all')) expect(services[role]!.environment!.ROLE).toBe(role);
     // The engage services share the x-engage block (image, environment) and each sets its ROLE.
     expect(composeText.match(/^ {4}<<: \*engage$/gm)).toHaveLength(engageRoles.length);

@@ -222,7 +222,7 @@ describe('projector runtime', () => {
     expect(rows.every((row) => row.applied === 1)).toBe(true);
   });
 
-  it('builds without the WAL or readers\' indexes, starts again from the start of the log when a server crash wiped the build, and swaps in logged tables', async () => {
+  it("builds without the WAL or readers' indexes, starts again from the start of the log when a server crash wiped the build, and swaps in logged tables", async () => {
     const db = test.database.db;
     await appendTally(store, 10, 5);
     const building = await startRebuild(db, tallyProjection);
@@ -234,9 +234,11 @@ describe('projector runtime', () => {
           where n.nspname = ${schema} and c.relkind = 'r' and c.relname not like 'kysely%' order by c.relname`.execute(db)
       ).rows;
     const indexes = async () =>
-      (await sql<{ name: string }>`select indexname as name from pg_indexes where schemaname = ${schema} and tablename = 'tally' order by indexname`.execute(db)).rows.map(
-        (row) => row.name,
-      );
+      (
+        await sql<{ name: string }>`select indexname as name from pg_indexes where schemaname = ${schema} and tablename = 'tally' order by indexname`.execute(
+          db,
+        )
+      ).rows.map((row) => row.name);
     expect(await persistence()).toEqual([
       { name: 'deferred_indexes', persistence: 'p' },
       { name: 'tally', persistence: 'u' },

@@ -26,8 +26,8 @@ async function start(dir: string): Promise<{ service: ChildProcess; port: number
   const service = spawn(process.execPath, ['bin/start.mjs'], { env: envFor(dir), stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(service);
   let log = '';
-  service.stdout!.on('data', (chunk: Buffer) => (log += chunk.toString()));
-  service.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
+  service.stdout.on('data', (chunk: Buffer) => (log += chunk.toString()));
+  service.stderr.on('data', (chunk: Buffer) => (log += chunk.toString()));
   let port = 0;
   await waitUntil(
     () => {
@@ -157,7 +157,7 @@ describe('quick start in embedded mode', () => {
     const service = spawn(process.execPath, ['bin/start.mjs'], { env: envFor(other), stdio: ['ignore', 'pipe', 'pipe'] });
     started.push(service);
     let log = '';
-    service.stdout!.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    service.stdout.on('data', (chunk: Buffer) => (log += chunk.toString()));
     await waitUntil(() => log.includes('initialising the embedded PostgreSQL'), 60_000, 'the first start to begin');
     service.kill('SIGINT');
     const [code] = await once(service, 'exit');

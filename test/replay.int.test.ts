@@ -5,15 +5,15 @@ import { PassThrough } from 'node:stream';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runConsoleOperation } from '../command-api/console.ts';
-import type { ServiceContext } from '../command-api/context.ts';
+import { runConsoleOperation } from '../cli/console-operations.ts';
+import type { CommandContext } from '../command-api/read-port.ts';
 import { CSV_COLUMNS, replay, type CliContext, type ReplayOptions } from '../cli/operations.ts';
 import { systemClock } from '../infra/clock.ts';
 import { loadConfig } from '../infra/config.ts';
 import type { ExportedEvent } from '../infra/event-store/browse.ts';
 import { categoryOf, formatPosition } from '../infra/event-store/port.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
-import { migrate } from '../service.ts';
+import { commandReads, migrate } from '../service.ts';
 import { freshDatabase, type TestDatabase } from './support/databases.ts';
 import { waitUntil } from './support/projections.ts';
 
@@ -36,16 +36,18 @@ beforeAll(async () => {
   test = await freshDatabase();
   await migrate(test.database.db);
   store = new PostgresEventStore(test.database);
-  const ctx: ServiceContext = {
-    config: loadConfig({ LOG_LEVEL: 'silent' }),
+  const config = loadConfig({ LOG_LEVEL: 'silent' });
+  const ctx: CommandContext = {
+    config,
     database: test.database,
     store,
     logger: pino({ level: 'silent' }),
     clock: systemClock,
+    reads: commandReads(test.database.db, config),
   };
   const out = new PassThrough().resume();
   const err = new PassThrough().resume();
-  cli = { run: (name, input) => runConsoleOperation(ctx, name, input, 'test') as Promise<any>, out, err, progress: true };
+  cli = { run: (name, input) => runConsoleOperation(ctx, name, input, 'test'), out, err, progress: true };
 
   // 40 appends, some to several streams at once, some racing (their transactions interleave), one event
   // without an organisation, payloads with commas, quotes and newlines for the CSV.

@@ -50,7 +50,12 @@ describe('request and job logs', () => {
     expect(forged.status).toBe(401);
 
     const [line] = completed(log.lines, '/api/v2/admin/users').filter((l) => l.res.statusCode === 201);
-    expect(line).toMatchObject({ level: 30, organisationId: acme.organisationId, responseTime: expect.any(Number), req: { method: 'POST', host: acme.domain } });
+    expect(line).toMatchObject({
+      level: 30,
+      organisationId: acme.organisationId,
+      responseTime: expect.any(Number),
+      req: { method: 'POST', host: acme.domain },
+    });
     expect(completed(log.lines, '/api/v2/integration/me')).toEqual([expect.objectContaining({ level: 30, organisationId: acme.organisationId })]);
     // A refused request is logged too (info), with the organisation once its token named it.
     expect(completed(log.lines, '/api/v2/admin/users').find((l) => l.res.statusCode === 400)).toMatchObject({ level: 30, organisationId: acme.organisationId });
@@ -66,7 +71,9 @@ describe('request and job logs', () => {
     await t.settle();
     await t.service.jobs.runDue();
     const failed = log.lines.filter((line) => line.msg === 'job failed; will retry');
-    expect(failed).toEqual([expect.objectContaining({ level: 40, kind: 'invitation-email', organisationId: acme.organisationId, jobId: expect.any(String), attempt: 1 })]);
+    expect(failed).toEqual([
+      expect.objectContaining({ level: 40, kind: 'invitation-email', organisationId: acme.organisationId, jobId: expect.any(String), attempt: 1 }),
+    ]);
   });
 });
 

@@ -141,14 +141,14 @@ describe('reward asset decider: RedeemRewardAsset', () => {
     const information = [...fullInformation, { variableConfigId: newsletter, value: 'yes' }];
     given(rewardAssetDecider, [granted, claimed])
       .when(redeem('2026-03-03T00:00:00.000Z', information))
-      .then([{ type: 'RewardAssetRedeemed', data: { ...redeemed.data, information } } as RewardAssetEvent]);
+      .then([{ type: 'RewardAssetRedeemed', data: { ...redeemed.data, information } }]);
   });
 
   it('an asset that asks for nothing is redeemed with no information', () => {
     const plain = { ...grant, redeemable: { ...redeemable, additionalInformation: [] } };
     given(rewardAssetDecider, [{ type: 'RewardAssetGranted', data: plain }, claimed])
       .when(redeem('2026-03-03T00:00:00.000Z', []))
-      .then([{ type: 'RewardAssetRedeemed', data: { ...redeemed.data, information: [] } } as RewardAssetEvent]);
+      .then([{ type: 'RewardAssetRedeemed', data: { ...redeemed.data, information: [] } }]);
   });
 
   it('must be claimed first (conflict)', () => {
@@ -169,7 +169,7 @@ describe('reward asset decider: RedeemRewardAsset', () => {
       .thenRefuses('conflict', /redeemed by 2026-06-30T00:00:00.000Z/);
     given(rewardAssetDecider, [granted, claimed])
       .when(redeem('2026-06-30T00:00:00.000Z'))
-      .then([{ type: 'RewardAssetRedeemed', data: { ...redeemed.data, redeemedAt: '2026-06-30T00:00:00.000Z' } } as RewardAssetEvent]);
+      .then([{ type: 'RewardAssetRedeemed', data: { ...redeemed.data, redeemedAt: '2026-06-30T00:00:00.000Z' } }]);
   });
 
   it('after expiresAt (conflict)', () => {

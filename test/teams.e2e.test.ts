@@ -14,7 +14,7 @@ describe('team invitations', () => {
     version: '1',
     send(mail, done) {
       sent.push({ to: String(mail.data.to), text: String(mail.data.text) });
-      done(null, { envelope: mail.message.getEnvelope(), messageId: mail.message.messageId() } as never);
+      done(null, { envelope: mail.message.getEnvelope(), messageId: mail.message.messageId() });
     },
   });
   const admin = (path: string, body: unknown, token = acme.token) =>

@@ -53,7 +53,7 @@ describe('tracing with OpenTelemetry', () => {
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    for (const stream of [child.stdout, child.stderr]) stream.on('data', (chunk: Buffer) => (log += chunk.toString()));
     processes.set(role, { child, log: () => log });
     await waitUntil(
       () => {

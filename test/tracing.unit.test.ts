@@ -33,7 +33,12 @@ describe('tracing, off', () => {
     const store = {} as EventStore;
     expect(tracedAppends(store)).toBe(store);
     expect(await inSpan('engage.decide', async () => 42)).toBe(42);
-    expect(await traceBatch({ consumer: 'users', events: [{ metadata: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } }] }, async () => 'applied')).toBe('applied');
+    expect(
+      await traceBatch(
+        { consumer: 'users', events: [{ metadata: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' } }] },
+        async () => 'applied',
+      ),
+    ).toBe('applied');
     expect(continuedTrace({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' })).toBeUndefined();
   });
 });

@@ -30,7 +30,7 @@ describe('a worker killed mid-delivery', () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/webhook-worker.ts'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(child);
     let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     await waitUntil(() => output.includes('READY'), 60_000, 'the worker to start');
     return child;
   };

@@ -15,7 +15,7 @@ import { DummyDriver, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQue
 import openapiTS, { astToString } from 'openapi-typescript';
 import { pino } from 'pino';
 import prettier from 'prettier';
-import type { ServiceContext } from '../../command-api/context.ts';
+import type { CommandContext, CommandReads } from '../../command-api/read-port.ts';
 import { loadConfig } from '../../infra/config.ts';
 import { systemClock } from '../../infra/clock.ts';
 import type { Database } from '../../infra/database.ts';
@@ -27,7 +27,7 @@ const root = join(here, '..', '..');
 export const FAMILIES = ['admin', 'integration', 'analytics'] as const;
 
 /** Nothing here is ever asked of a store: declaring the routes only builds their handlers. */
-function declarationContext(): ServiceContext {
+function declarationContext(): CommandContext {
   const db = new Kysely<any>({
     dialect: {
       createAdapter: () => new PostgresAdapter(),
@@ -49,11 +49,12 @@ function declarationContext(): ServiceContext {
       observeStatements: () => undefined,
       openDedicatedSession: unavailable,
       control: unavailable,
-      close: async () => undefined,
+      close: () => Promise.resolve(),
     } as Database,
     store: new Proxy({}, { get: unavailable }) as EventStore,
     logger: pino({ level: 'silent' }),
     clock: systemClock,
+    reads: new Proxy({}, { get: unavailable }) as CommandReads,
   };
 }
 

@@ -76,11 +76,11 @@ export class KurrentDbEventStore implements EventStore {
     const known = await this.alreadyAppended(appends);
     if (known) return known;
     // An empty append writes nothing: its expectation is checked by reading, before anything is written.
-    const empty = await Promise.all(appends.map((append) => (append.events.length === 0 ? this.emptyAppend(append) : null)));
+    const empty = await Promise.all(appends.map((append) => (append.events.length === 0 ? this.emptyAppend(append) : Promise.resolve(null))));
     const writes = appends.filter((append) => append.events.length > 0);
     const revisions = await this.write(writes);
     if (writes.length > 0) this.signal.notify();
-    return Promise.all(appends.map((append, index) => empty[index] ?? this.resultAt(append.stream, revisions.get(append)!)));
+    return Promise.all(appends.map((append, index) => (empty[index] ? Promise.resolve(empty[index]) : this.resultAt(append.stream, revisions.get(append)!))));
   }
 
   /** Writes the appends in one atomic operation; resolves to the revision each stream's last event got. */

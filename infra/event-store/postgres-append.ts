@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Migration } from 'kysely';
-import { EventIdConflictError, WrongExpectedRevisionError, formatPosition, type AppendResult, type ExpectedRevision, type StreamAppend } from './port.ts';
+import { EventIdConflictError, WrongExpectedRevisionError, formatPosition, type AppendResult, type StreamAppend } from './port.ts';
 
 /**
  * Appends in one round trip, and concurrent appends of one process in one statement (group commit).
@@ -265,7 +265,7 @@ function outcomeOf(appends: StreamAppend[], answers: AppendRow[]): UnitOutcome {
     const append = appends[index]!;
     if (answer.o_status === 'wrong') {
       const actual = answer.o_revision === null ? 'no_stream' : BigInt(answer.o_revision);
-      return { error: new WrongExpectedRevisionError(append.stream, append.expectedRevision ?? ('any' as ExpectedRevision), actual) };
+      return { error: new WrongExpectedRevisionError(append.stream, append.expectedRevision ?? 'any', actual) };
     }
     if (answer.o_status === 'ids') return { error: new EventIdConflictError(append.stream, answer.o_conflicting ? answer.o_conflicting.split(',') : []) };
   }

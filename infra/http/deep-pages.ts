@@ -34,7 +34,7 @@ export async function newestFirstDeep<DB, TB extends keyof DB & string>(
         .select((eb) => eb.fn.countAll<string>().as('count'))
         .executeTakeFirstOrThrow(),
     ]);
-    return { rows, totalCount: Number(count.count) };
+    return { rows: rows as Selectable<DB[TB]>[], totalCount: Number(count.count) };
   }
   return db
     .transaction()

@@ -17,6 +17,14 @@ export type RequestLogging = 'info' | 'debug' | 'off';
  * too, and (given metrics) a duration histogram of every request, first so that it times requests the
  * parser refuses too.
  */
+/** What the request serializer reads of pino-http's request record. */
+interface SerializedRequest {
+  id: unknown;
+  method: string;
+  url: string;
+  headers?: Record<string, string | string[] | undefined>;
+}
+
 export function createHttpApp(logger: Logger, bodyLimit: string, metrics?: Metrics, logRequests: RequestLogging = 'info'): Express {
   const succeeded = logRequests === 'off' ? 'silent' : logRequests;
   const app = express();
@@ -34,14 +42,15 @@ export function createHttpApp(logger: Logger, bodyLimit: string, metrics?: Metri
       customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : succeeded),
       // Called as the request starts (the trace is known) and as it ends (the organisation may be).
       customProps: (_req, res) => {
-        const organisationId = (res as Response).locals?.tenant?.organisationId as string | undefined;
+        const { tenant } = (res as Response<unknown, { tenant?: { organisationId: string } }>).locals;
+        const organisationId = tenant?.organisationId;
         if (organisationId) return { organisationId };
         const traceId = res.headersSent ? undefined : activeTraceId();
         return traceId ? { traceId } : {};
       },
       serializers: {
-        req: (req) => ({ id: req.id, method: req.method, url: req.url, host: req.headers?.host }),
-        res: (res) => ({ statusCode: res.statusCode }),
+        req: (req: SerializedRequest) => ({ id: req.id, method: req.method, url: req.url, host: req.headers?.host }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
       },
     }),
   );

@@ -9,7 +9,7 @@ import { payRankRewards } from './rank-payouts.ts';
 import { ENGINE_PROCESS, engineMigrations, type EngineState } from './state.ts';
 
 export { assetIdOf } from './appends.ts';
-export { leaderboardWindowStream } from './rank-payouts.ts';
+export { leaderboardWindowStream } from '../../domain/engagement-events.ts';
 export { readEntriesForDraw } from './reads.ts';
 export { ENGINE_PROCESS, type EngineState } from './state.ts';
 

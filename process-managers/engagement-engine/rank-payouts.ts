@@ -5,11 +5,6 @@ import type { BatchContext, Recorded } from '../process-manager.ts';
 import { OutcomeAppends } from './appends.ts';
 import { lastActiveCommunities, loadAllocations, loadLeaderboard, ownedBy, supplies, type EngineDb } from './state.ts';
 
-/** The stream a leaderboard window's frozen standings go to: one per (leaderboard, window), so it closes once. */
-export function leaderboardWindowStream(leaderboardId: string, windowStart: string): string {
-  return `leaderboardwindow-${leaderboardId}-${Date.parse(windowStart)}`;
-}
-
 /**
  * Rank rewards once per (leaderboard, window, user, tier): the window closes once, and this applies once.
  * Each rewarded user is paid in the leaderboard's community, else where they were last active.

@@ -156,7 +156,7 @@ async function migrateGeneration(db: UntypedDb, consumer: Consumer, generation: 
   const scoped = Object.fromEntries(
     Object.entries(consumer.migrations).map(([name, migration]) => [name, { up: (migrating: UntypedDb) => migration.up(migrating.withSchema(schema)) }]),
   );
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => scoped }, migrationTableSchema: schema });
+  const migrator = new Migrator({ db, provider: { getMigrations: () => Promise.resolve(scoped) }, migrationTableSchema: schema });
   // The Migrator looks at every schema of the database; another projection's swap dropping its retired
   // schema at that moment makes the look fail ("schema ... does not exist"). Looking again is safe.
   for (let attempt = 1; ; attempt++) {
@@ -172,7 +172,7 @@ async function migrateGeneration(db: UntypedDb, consumer: Consumer, generation: 
       return ran;
     }
     const retryable = /schema "[^"]+" does not exist|lock timeout|deadlock/.test(String((error as Error).message));
-    if (attempt >= 5 || !retryable) throw error;
+    if (attempt >= 5 || !retryable) throw error instanceof Error ? error : new Error('Migration failed', { cause: error });
   }
 }
 

@@ -284,7 +284,7 @@ export class GenerationWorker {
         }
       }
       if (lastError !== undefined) {
-        if (policy.then === 'stop') throw lastError;
+        if (policy.then === 'stop') throw lastError instanceof Error ? lastError : new Error('The handler failed', { cause: lastError });
         await this.park(event, checkpoint, lastError, policy.attempts);
       }
       checkpoint = event.position;

@@ -51,7 +51,9 @@ export function metricNames(expr: string): string[] {
 
 /** Every PromQL expression of the dashboard and the alert rules, with where it is. */
 export function monitoringExpressions(): { where: string; expr: string }[] {
-  const panels = (dashboard().panels as DashboardPanel[]).flatMap((panel) => (panel.targets ?? []).map((target) => ({ where: `panel "${panel.title}"`, expr: target.expr })));
+  const panels = (dashboard().panels as DashboardPanel[]).flatMap((panel) =>
+    (panel.targets ?? []).map((target) => ({ where: `panel "${panel.title}"`, expr: target.expr })),
+  );
   const variables = (dashboard().templating.list as { name: string; definition?: string }[])
     .filter((variable) => variable.definition?.startsWith('label_values('))
     .map((variable) => ({ where: `variable ${variable.name}`, expr: variable.definition!.replace(/^label_values\((.*),\s*\w+\)$/, '$1') }));

@@ -147,7 +147,10 @@ function dateArbitrary(withTime: boolean): fc.Arbitrary<string> {
   const now = Date.now();
   const instant = fc.oneof(
     { weight: 3, arbitrary: fc.integer({ min: -60, max: 400 }).map((days) => now + days * DAY) },
-    { weight: 1, arbitrary: fc.date({ min: new Date('1900-01-01T00:00:00Z'), max: new Date('2999-12-31T00:00:00Z'), noInvalidDate: true }).map((d) => d.getTime()) },
+    {
+      weight: 1,
+      arbitrary: fc.date({ min: new Date('1900-01-01T00:00:00Z'), max: new Date('2999-12-31T00:00:00Z'), noInvalidDate: true }).map((d) => d.getTime()),
+    },
   );
   if (!withTime) return instant.map((ms) => new Date(ms).toISOString().slice(0, 10));
   return fc.tuple(instant, fc.constantFrom('Z', '+05:30', '-08:00', '.123456789Z')).map(([ms, zone]) => {
@@ -445,7 +448,7 @@ const hostileQueryValue = fc.constantFrom(
 );
 
 function encodeQueryValue(value: unknown): string {
-  return encodeURIComponent(typeof value === 'string' ? value : JSON.stringify(value) ?? '');
+  return encodeURIComponent(typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
 }
 
 export function requestArbitrary(operation: Operation, schemas: SchemaArbitraries, world: World): fc.Arbitrary<GeneratedRequest> {
@@ -463,7 +466,7 @@ export function requestArbitrary(operation: Operation, schemas: SchemaArbitrarie
           ),
         ];
       }),
-    ) as Record<string, fc.Arbitrary<string>>,
+    ),
   );
 
   const queryPairs = fc.tuple(
@@ -479,7 +482,12 @@ export function requestArbitrary(operation: Operation, schemas: SchemaArbitrarie
     ),
     fc.option(
       fc.oneof(
-        fc.tuple(unknownKey.filter((key) => key.length < 100), hostileQueryValue).map(([key, value]) => `${encodeURIComponent(key.replace(/[\ud800-\udfff]/g, ''))}=${value}`),
+        fc
+          .tuple(
+            unknownKey.filter((key) => key.length < 100),
+            hostileQueryValue,
+          )
+          .map(([key, value]) => `${encodeURIComponent(key.replace(/[\ud800-\udfff]/g, ''))}=${value}`),
         fc.constantFrom('limit[$gt]=1', 'skip[]=1', '%00=1', '=', '&&', 'a=1&a=2&a=3'),
       ),
       { freq: 6 },
@@ -498,7 +506,10 @@ export function requestArbitrary(operation: Operation, schemas: SchemaArbitrarie
 
   const declared = new Set(operation.headers);
   const optionalHeader = (name: string, values: fc.Arbitrary<string>, freq = 3) =>
-    fc.option(values.filter(headerSafe).map((value) => [name, value] as const), { freq });
+    fc.option(
+      values.filter(headerSafe).map((value) => [name, value] as const),
+      { freq },
+    );
   const headers = fc
     .tuple(
       declared.has('idempotency-key') || operation.method !== 'GET'
@@ -526,7 +537,10 @@ export function requestArbitrary(operation: Operation, schemas: SchemaArbitrarie
           )
         : fc.constant(null),
       declared.has('x-language')
-        ? optionalHeader('x-language', fc.oneof(fc.constantFrom('en', 'fr', 'en-GB', 'fr-CA, en;q=0.5', '*', '', 'x'.repeat(600), 'zz-ZZ-x-private'), fc.string({ maxLength: 20 })))
+        ? optionalHeader(
+            'x-language',
+            fc.oneof(fc.constantFrom('en', 'fr', 'en-GB', 'fr-CA, en;q=0.5', '*', '', 'x'.repeat(600), 'zz-ZZ-x-private'), fc.string({ maxLength: 20 })),
+          )
         : fc.constant(null),
       optionalHeader('x-request-id', fc.oneof(fc.uuid(), fc.constantFrom('x'.repeat(300), 'a b', 'é', '../../'))),
       optionalHeader('x-correlation-id', fc.oneof(fc.uuid(), fc.constantFrom('x'.repeat(300), '\t', 'é')), 6),

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { newId } from '../ids.ts';
+import { newId } from '../../infra/ids.ts';
 import { distributionInput } from './distribution.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { NO_REDEEMABLE, REWARD_KINDS } from '../../domain/reward.ts';
-import { pagination } from '../http/pagination.ts';
+import { pagination } from '../../infra/http/pagination.ts';
 import { dateTime, hexId, whenValid } from './common.ts';
 import { MAX_ALLOCATION_UNITS } from './distribution.ts';
 import { localisedDetailsInput, localisedDetailsSchema } from './localised-details.ts';

@@ -24,7 +24,10 @@ export const gameDistributionBody = z
   .strictObject({
     distributions: z.array(distributionWithIds).min(1).max(100).describe("replaces the game's whole set of prizes; each gets a new id"),
   })
-  .superRefine((body, ctx) => refineUniqueAllocationIds(body.distributions, ctx, (i, j) => ['distributions', i, 'rewardsConfig', 'allocations', j, 'id']), whenValid)
+  .superRefine(
+    (body, ctx) => refineUniqueAllocationIds(body.distributions, ctx, (i, j) => ['distributions', i, 'rewardsConfig', 'allocations', j, 'id']),
+    whenValid,
+  )
   .meta({ id: 'AssignGameDistributions' });
 
 export const gameDistributionSchema = distributionOutput.extend({ id: hexId }).meta({ id: 'GameDistribution' });

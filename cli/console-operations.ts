@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { notFound } from '../infra/http/errors.ts';
-import { parse } from '../infra/http/request-context.ts';
+import { parse } from '../api/routes.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { projections } from '../projectors/index.ts';
 import { prepareProjections, projectionStatus } from '../projectors/runtime/index.ts';
@@ -18,16 +18,16 @@ import {
 import { jobsStatus } from '../infra/job-status.ts';
 import { underStartupLock } from '../infra/startup-lock.ts';
 import { migrate } from '../service.ts';
-import type { ServiceContext } from './context.ts';
-import { backfillIdLookups } from './id-lookups.ts';
-import { createOrganisation, createOrganisationInput, issueToken, issueTokenInput, revokeToken, revokeTokenInput } from './organisations.ts';
+import type { CommandContext } from '../command-api/read-port.ts';
+import { backfillIdLookups } from '../command-api/id-lookups.ts';
+import { createOrganisation, createOrganisationInput, issueToken, issueTokenInput, revokeToken, revokeTokenInput } from '../command-api/organisations.ts';
 
-interface ConsoleOperation<Schema extends z.ZodType> {
+interface ConsoleOperation<Schema extends z.ZodType, Result> {
   input: Schema;
-  run(ctx: ServiceContext, input: z.infer<Schema>, metadata: EventMetadata): Promise<unknown>;
+  run(ctx: CommandContext, input: z.infer<Schema>, metadata: EventMetadata): Promise<Result>;
 }
 
-const operation = <Schema extends z.ZodType>(op: ConsoleOperation<Schema>) => op;
+const operation = <Schema extends z.ZodType, Result>(op: ConsoleOperation<Schema, Result>) => op;
 
 /** What the `engage` CLI can do: it runs them in its own process, against the database. */
 export const consoleOperations = {
@@ -90,13 +90,23 @@ export const consoleOperations = {
 
 export type ConsoleOperationName = keyof typeof consoleOperations;
 
+/** What an operation answers, by name. */
+export type ConsoleOperationResult<Name extends ConsoleOperationName> = Awaited<ReturnType<(typeof consoleOperations)[Name]['run']>>;
+
 function notFoundProjection(name: string): never {
   throw notFound(`No projection named ${name}; known: ${projections.map((p) => p.name).join(', ')}`);
 }
 
-export async function runConsoleOperation(ctx: ServiceContext, name: string, input: unknown, actor: string): Promise<unknown> {
-  const op = consoleOperations[name as ConsoleOperationName] as ConsoleOperation<z.ZodType> | undefined;
+export async function runConsoleOperation<Name extends ConsoleOperationName>(
+  ctx: CommandContext,
+  name: Name,
+  input: unknown,
+  actor: string,
+): Promise<ConsoleOperationResult<Name>> {
+  // Looked up by a name that may come from outside the type system (a script): unknown names are a 404.
+  const op = consoleOperations[name] as ConsoleOperation<z.ZodType, unknown> | undefined;
   if (!op) throw notFound(`No console operation ${name}`);
   const metadata: EventMetadata = { actor, occurredAt: new Date().toISOString() };
-  return op.run(ctx, parse(op.input, input), metadata);
+  // The operation of that name answers that operation's result (the map above pairs them).
+  return (await op.run(ctx, parse(op.input, input), metadata)) as ConsoleOperationResult<Name>;
 }

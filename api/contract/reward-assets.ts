@@ -1,7 +1,7 @@
 import type { Request } from 'express';
 import { z } from 'zod';
 import { LANGUAGE_PATTERN } from '../../domain/localised-details.ts';
-import { badRequest } from '../http/errors.ts';
+import { badRequest } from '../../infra/http/errors.ts';
 import { hexId } from './common.ts';
 import { detailsBlockSchema } from './localised-details.ts';
 import { redeemableOutput } from './rewards.ts';

@@ -11,7 +11,7 @@ import {
   videoConfigProblems,
   type Problem,
 } from '../../domain/challenge.ts';
-import { newId } from '../ids.ts';
+import { newId } from '../../infra/ids.ts';
 import { dateTime, hexId, whenValid } from './common.ts';
 import { distributionWithIds, refineUniqueAllocationIds } from './distribution-assignment.ts';
 import { freshDistributionView } from '../../domain/distribution-entry.ts';

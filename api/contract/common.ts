@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ID_PATTERN } from '../ids.ts';
+import { ID_PATTERN } from '../../infra/ids.ts';
 
 /** Building blocks of the contract's request and response shapes, shared by the command and query sides. */
 const notAnId = 'must be 24 hexadecimal characters';

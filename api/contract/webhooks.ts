@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { WEBHOOK_EVENT_TYPES, eventTypePatternProblem } from '../../domain/webhook.ts';
-import { pagination } from '../http/pagination.ts';
+import { pagination } from '../../infra/http/pagination.ts';
 import { dateTime, hexId } from './common.ts';
 
 const webhookUrl = z

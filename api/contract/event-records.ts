@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { EVENT_NAME_MAX_LENGTH } from '../../domain/custom-event.ts';
-import { pagination } from '../http/pagination.ts';
+import { pagination } from '../../infra/http/pagination.ts';
 import { dateTime, hexId } from './common.ts';
 
 /** `GET /integration/events`: filters on top of pagination; `from`/`to` are a half-open range of `createdAt`. */

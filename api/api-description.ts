@@ -2,8 +2,8 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
-import { EARLIEST_DATE, LATEST_DATE } from '../contract/common.ts';
-import { TEXT_RULES } from './accepted-input.ts';
+import { EARLIEST_DATE, LATEST_DATE } from './contract/common.ts';
+import { TEXT_RULES } from '../infra/http/accepted-input.ts';
 
 /**
  * Routes declared once, with the zod schemas that validate them; the same declarations produce the
@@ -103,7 +103,16 @@ export class ApiDescription {
       // What any such operation may answer: a path id names nothing (404), an Idempotency-Key already used
       // for another request (409).
       const idempotent = (op.headers ?? []).some((header) => header.name.toLowerCase() === 'idempotency-key');
-      const generic = [400, 401, 403, ...(op.method === 'get' || op.path.includes(':') ? [404] : []), ...(idempotent ? [409] : []), ...(op.body ? [413, 415] : []), 429, 500];
+      const generic = [
+        400,
+        401,
+        403,
+        ...(op.method === 'get' || op.path.includes(':') ? [404] : []),
+        ...(idempotent ? [409] : []),
+        ...(op.body ? [413, 415] : []),
+        429,
+        500,
+      ];
       for (const status of generic) {
         responses[String(status)] ??= {
           description: errorDescriptions[status],
@@ -195,11 +204,17 @@ export class ApiDescription {
   }
 }
 
-function queryParameters(query: z.ZodType | undefined, toSchema: (schema: z.ZodType) => Record<string, any>) {
+/** What a query schema's JSON Schema (an object) tells of its parameters. */
+interface QueryJsonSchema {
+  required?: string[];
+  properties?: Record<string, { description?: string }>;
+}
+
+function queryParameters(query: z.ZodType | undefined, toSchema: (schema: z.ZodType) => QueryJsonSchema) {
   if (!query) return [];
   const json = toSchema(query);
   const required = new Set<string>(json.required ?? []);
-  return Object.entries((json.properties ?? {}) as Record<string, any>).map(([name, schema]) => ({
+  return Object.entries(json.properties ?? {}).map(([name, schema]) => ({
     name,
     in: 'query',
     required: required.has(name),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pagination } from '../http/pagination.ts';
+import { pagination } from '../../infra/http/pagination.ts';
 import { DATE_RANGE_MESSAGE, isoDate, isoDateTime, withinDateRange } from './common.ts';
 
 export const standingsQuery = pagination.extend({

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { EVENT_NAME_MAX_LENGTH, PAYLOAD_KEY_MAX_LENGTH, PAYLOAD_MAX_DEPTH, PAYLOAD_MAX_KEYS, payloadProblems } from '../../domain/custom-event.ts';
 import { LINK_MAX_EXPIRY_SECONDS } from '../../domain/custom-event-link.ts';
-import { errorBodySchema } from '../http/api-description.ts';
+import { errorBodySchema } from '../api-description.ts';
 import { hexId, whenValid } from './common.ts';
 
 const eventName = z.string().trim().min(1).max(EVENT_NAME_MAX_LENGTH).describe('name of the custom event (trimmed); actions match it by key');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { pagination } from '../http/pagination.ts';
+import { pagination } from '../../infra/http/pagination.ts';
 import { hexId, whenValid } from './common.ts';
 import { languageCode } from './communities.ts';
 

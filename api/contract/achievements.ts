@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ACHIEVEMENT_TYPES, STREAK_MILESTONES } from '../../domain/achievements.ts';
-import { pagination } from '../http/pagination.ts';
+import { pagination } from '../../infra/http/pagination.ts';
 import { hexId } from './common.ts';
 
 export const achievementsQuery = pagination.extend({
