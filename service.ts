@@ -13,7 +13,7 @@ import { userCommands } from './command-api/users.ts';
 import { customEventCommands } from './command-api/custom-events.ts';
 import { customEventLinkCommands, customEventLinkRedemption } from './command-api/custom-event-links.ts';
 import { variableConfigCommands } from './command-api/variable-configs.ts';
-import { requireApiToken } from './infra/auth.ts';
+import { ApiTokens, requireApiToken } from './infra/auth.ts';
 import type { Config } from './infra/config.ts';
 import { inBackground, openPostgres, waitForPostgres, type Database } from './infra/database.ts';
 import { openEmbeddedPostgres, type EmbeddedPostgres } from './infra/embedded-postgres.ts';
@@ -109,6 +109,7 @@ export async function openService(config: Config, logger: Logger, options: Servi
       : null;
     redisProbe = redis && openRedisProbe(redis, config.readyCheckTimeoutMs);
     const metrics = createMetrics();
+    database.observeStatements((purpose) => metrics.databaseStatements.inc({ purpose }));
     // Migrations and new generations may build indexes over large tables: background limits.
     const store = tracedAppends(
       countingAppends(
@@ -210,12 +211,14 @@ function composeApp(ctx: ServiceContext, redis: Redis | null, metrics: Metrics, 
   app.locals.clock = ctx.clock;
   app.locals.rateLimits = rateLimits;
   const { refuseBlockedAddresses, limitApiToken } = rateLimits;
-  const db = ctx.database.db;
+  // Tokens from a cache kept exact by the tenancy read model's announcements (infra/auth.ts); it listens on the
+  // process's one LISTEN connection, which the service's close ends.
+  const tokens = new ApiTokens(ctx.database.db, ctx.database);
   app.use(healthRoutes(ctx, redis, metrics));
   const { admin, integration, analytics } = apiFamilies(ctx);
   for (const family of [admin, integration, analytics]) {
     const mount = `/api/v2/${family.description.family}`;
-    app.use(mount, family.description.router(), refuseBlockedAddresses, requireApiToken(db, family.description.family), limitApiToken, ...family.routes);
+    app.use(mount, family.description.router(), refuseBlockedAddresses, requireApiToken(tokens, family.description.family), limitApiToken, ...family.routes);
   }
   app.use(unknownRoute);
   app.use(rateLimits.countFailedAuthentication);

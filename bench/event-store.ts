@@ -39,9 +39,15 @@ interface Result {
   p50: number;
   p95: number;
   p99: number;
+  /** Statements sent to PostgreSQL per operation, by purpose (engage_database_statements_total); absent for the reference. */
+  statementsPerOp?: Record<string, number>;
 }
 
+/** Statements by purpose, as `Database.observeStatements` reports them. */
+const statements = new Map<string, number>();
+
 async function measure(name: string, total: number, operation: (i: number) => Promise<unknown>): Promise<Result> {
+  const before = new Map(statements);
   const bar = new cliProgress.SingleBar(
     { format: `${name.padEnd(34)} {bar} {value}/{total} {eta}s left`, hideCursor: true },
     cliProgress.Presets.shades_classic,
@@ -64,7 +70,19 @@ async function measure(name: string, total: number, operation: (i: number) => Pr
   bar.stop();
   latencies.sort((a, b) => a - b);
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
-  return { name, ops: total, seconds, perSecond: total / seconds, p50: pct(50), p95: pct(95), p99: pct(99) };
+  const statementsPerOp = Object.fromEntries(
+    [...statements].map(([purpose, count]) => [purpose, Number(((count - (before.get(purpose) ?? 0)) / total).toFixed(3))]).filter(([, perOp]) => perOp !== 0),
+  );
+  return {
+    name,
+    ops: total,
+    seconds,
+    perSecond: total / seconds,
+    p50: pct(50),
+    p95: pct(95),
+    p99: pct(99),
+    ...(statements.size > 0 ? { statementsPerOp } : {}),
+  };
 }
 
 export interface EventStoreResult {
@@ -73,6 +91,8 @@ export interface EventStoreResult {
   reference: Result;
   newStreams: Result;
   hotStreams: Result;
+  /** Appends to two new streams at once (the multi-stream path). */
+  multiStream: Result;
   projection: { name: string; applied: number; scanned: number; seconds: number; eventsPerSecond: number };
   engine: { engaged: number; facts: number; seconds: number; eventsPerSecond: number; referenceEventsPerSecond: number; ratio: number };
 }
@@ -85,6 +105,7 @@ export async function benchEventStore(): Promise<EventStoreResult> {
   raw.on('error', () => undefined);
   const store = new PostgresEventStore(database);
   try {
+    statements.clear();
     await migrate(database.db);
     await raw.query(`create table raw_events (
       id bigint generated always as identity primary key, event_id uuid not null unique, stream text not null,
@@ -117,6 +138,7 @@ export async function benchEventStore(): Promise<EventStoreResult> {
         metadata,
       ]),
     );
+    database.observeStatements((purpose) => statements.set(purpose, (statements.get(purpose) ?? 0) + 1));
     const newStreams = await measure('append, new stream (no_stream)', appends, (i) =>
       store.append(`leaderboard-${i}`, [{ type: 'LeaderboardCreated', data: created(i), metadata }], { expectedRevision: 'no_stream' }),
     );
@@ -133,6 +155,12 @@ export async function benchEventStore(): Promise<EventStoreResult> {
         }
       }
     });
+    const multiStream = await measure('append, two new streams at once', appends, (i) =>
+      store.appendMultiple([
+        { stream: `pair-${i}`, events: [{ type: 'PairStarted', data: { i }, metadata }], expectedRevision: 'no_stream' },
+        { stream: `pairmate-${i}`, events: [{ type: 'PairJoined', data: { i }, metadata }], expectedRevision: 'no_stream' },
+      ]),
+    );
 
     const leaderboards = consumer('leaderboards');
     await prepareProjections(database.db, [leaderboards]);
@@ -152,13 +180,18 @@ export async function benchEventStore(): Promise<EventStoreResult> {
 
     const engine = await benchEngine(store, database, raw, organisationId);
 
-    const rows = [reference, newStreams, hotStreams].map((r) => ({
+    const rows = [reference, newStreams, hotStreams, multiStream].map((r) => ({
       benchmark: r.name,
       'ops/s': r.perSecond.toFixed(0),
       'p50 ms': r.p50.toFixed(2),
       'p95 ms': r.p95.toFixed(2),
       'p99 ms': r.p99.toFixed(2),
       'vs reference': (r.perSecond / reference.perSecond).toFixed(2),
+      'statements/op': r.statementsPerOp
+        ? Object.entries(r.statementsPerOp)
+            .map(([purpose, perOp]) => `${purpose} ${perOp}`)
+            .join(', ')
+        : '1',
     }));
     console.log(`\n${appends} operations each, concurrency ${concurrency}\n`);
     console.table(rows);
@@ -176,6 +209,7 @@ export async function benchEventStore(): Promise<EventStoreResult> {
       reference,
       newStreams,
       hotStreams,
+      multiStream,
       projection: { name: leaderboards.name, applied: appends, scanned: projected, seconds: projectionSeconds, eventsPerSecond: projected / projectionSeconds },
       engine: {
         engaged,

@@ -146,6 +146,7 @@ function report(
     ];
     rows.push(appendRow(`Append, new stream (${n(es.appends)}, concurrency ${es.concurrency})`, es.newStreams));
     rows.push(appendRow('Append, existing stream (expected revision)', es.hotStreams));
+    rows.push(appendRow('Append, two new streams at once (multi-stream)', es.multiStream));
     rows.push([`Projection catch-up (${es.projection.name}, ${n(es.projection.applied)} applied)`, `${n(es.projection.eventsPerSecond)} events/s`, '', '', '']);
     rows.push([
       `Engine: ${n(es.engine.engaged)} custom events engaged (${n(es.engine.facts)} facts)`,

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Decider, DomainEvent } from '../domain/decider.ts';
-import { fold } from '../domain/decider.ts';
-import { badRequest, conflict } from '../infra/http/errors.ts';
+import { DomainError, type Decider, type DomainEvent } from '../domain/decider.ts';
+import { badRequest, conflict, HttpError } from '../infra/http/errors.ts';
 import { inSpan } from '../infra/tracing.ts';
 import {
   WrongExpectedRevisionError,
@@ -12,12 +11,19 @@ import {
   type Position,
   type StreamAppend,
 } from '../infra/event-store/port.ts';
+import { streamStatesOf, type LoadedState, type Revision, type StreamStates } from './stream-states.ts';
 
 /** One aggregate's part in a command: its stream, its decider, and the command for it. */
 export interface CommandPart<Command = any, Event extends DomainEvent = any, State = any> {
   stream: string;
   decider: Decider<Command, Event, State>;
   command: Command;
+  /** The stream is named by an id made for this command: decided on the initial state without a read (a clash is a conflict, then read). */
+  newStream?: boolean;
+  /** False for a stream written once and not decided on again soon (a custom event's): its state is not kept in the cache, where it would push out states that are. */
+  keep?: boolean;
+  /** True of a state on which this part's verdict is final (it rests on facts that never change once recorded): a cached one is trusted unread. */
+  lasting?: (state: State) => boolean;
 }
 
 /** What a client gets back; recorded with an idempotent command so a retry gets it again, unchanged. */
@@ -65,20 +71,156 @@ export function idempotencyStream(idempotency: Pick<Idempotency, 'organisationId
   return `idempotency-${idempotency.organisationId}${createHash('sha256').update(`${idempotency.scope}\n${idempotency.key}`).digest('hex').slice(0, 32)}`;
 }
 
-/** A stream's state as the domain sees it: its events folded with the decider's `evolve`. */
-export async function foldStream<Event, State>(
+/**
+ * A stream's state as the domain sees it: its events folded with the decider's `evolve`, from this process's
+ * cache of stream states plus the events appended after the cached revision (the whole stream the first
+ * time). With `lasting`, a cached state it holds true of is answered without reading at all: for facts that
+ * never change once recorded (a user's organisation and external id, a claimed external id). Treat the
+ * state as read-only: it is shared with the cache.
+ */
+export async function aggregateStream<Event, State>(
   store: EventStore,
   stream: string,
   decider: Pick<Decider<unknown, Event, State>, 'initialState' | 'evolve'>,
+  options: { lasting?: (state: State) => boolean } = {},
 ): Promise<State> {
-  return fold(decider, (await store.readStream(stream)).map(({ type, data }) => ({ type, data })) as Event[]);
+  const states = streamStatesOf(store);
+  const cached = await states.load(store, stream, decider);
+  if (cached.current || options.lasting?.(cached.state)) return cached.state;
+  return (await states.catchUp(store, stream, decider)).state;
+}
+
+interface Decided {
+  part: CommandPart;
+  events: DomainEvent[];
+  /** The state the events were decided on, and its revision. */
+  state: unknown;
+  expectedRevision: Revision;
 }
 
 /**
+ * Decides one part on the state of its stream, reading as little as the answer allows. A new stream (named
+ * by an id made for this command) is decided on the initial state without a read. Otherwise the cached state
+ * is used as it is when the part decides events (the append expects its revision: a stream that moved on
+ * is a conflict, decided again on caught-up state) or when `lasting` says its verdict is final; a refusal
+ * or a decision to append nothing on a cached state is made again on the current state first, since events
+ * since may change it (a community created a moment ago). A retry (after a conflict) catches every stream up.
+ */
+async function decidePart(states: StreamStates, store: EventStore, part: CommandPart, retry: boolean): Promise<Decided> {
+  let loaded: LoadedState<unknown> =
+    part.newStream && !retry
+      ? { state: part.decider.initialState, revision: 'no_stream', current: true }
+      : await (retry ? states.catchUp(store, part.stream, part.decider) : states.load(store, part.stream, part.decider));
+  const decide = () => part.decider.decide(part.command, loaded.state) as DomainEvent[];
+  let events: DomainEvent[];
+  try {
+    events = decide();
+  } catch (error) {
+    if (loaded.current) throw error;
+    loaded = await states.catchUp(store, part.stream, part.decider);
+    events = decide();
+  }
+  if (events.length === 0 && !loaded.current && !part.lasting?.(loaded.state)) {
+    const caughtUp = await states.catchUp(store, part.stream, part.decider);
+    if (caughtUp.revision !== loaded.revision) {
+      loaded = caughtUp;
+      events = decide();
+    }
+  }
+  return { part, events, state: loaded.state, expectedRevision: loaded.revision };
+}
+
+function decideAll(states: StreamStates, store: EventStore, parts: CommandPart[], attempt: number): Promise<Decided[]> {
+  return inSpan(
+    'engage.decide',
+    () => Promise.all(parts.map((part) => decidePart(states, store, part, attempt > 1))),
+    () => ({ 'engage.streams': parts.map((part) => part.stream), 'engage.attempt': attempt }),
+  );
+}
+
+/** What the append of a decision writes; the idempotency record, when there is one, last. */
+function appendsOf(decided: Decided[], metadata: EventMetadata, eventId: EventIdOf | undefined, record?: StreamAppend): StreamAppend[] {
+  const appends: StreamAppend[] = decided
+    .filter((d) => d.events.length > 0)
+    .map((d) => ({
+      stream: d.part.stream,
+      expectedRevision: d.expectedRevision,
+      events: d.events.map((event, index): NewEvent => ({
+        ...(eventId ? { id: eventId(d.part.stream, event, index) } : {}),
+        type: event.type,
+        data: event.data,
+        metadata,
+      })),
+    }));
+  if (record) appends.push(record);
+  return appends;
+}
+
+/** One statement's worth for a single stream; several streams atomically. */
+async function appendAll(store: EventStore, appends: StreamAppend[]): Promise<AppendResult[]> {
+  if (appends.length === 1) {
+    const [only] = appends;
+    return [await store.append(only!.stream, only!.events, { expectedRevision: only!.expectedRevision ?? 'any' })];
+  }
+  return store.appendMultiple(appends);
+}
+
+/** After a successful append the cache holds each written stream's state with its new events. */
+function rememberAppended(states: StreamStates, decided: Decided[], results: AppendResult[]): void {
+  const revisions = new Map(results.map((result) => [result.stream, result.nextExpectedRevision]));
+  for (const d of decided) {
+    const revision = revisions.get(d.part.stream);
+    if (d.events.length === 0 || revision === undefined || d.part.keep === false) continue;
+    // Only an append right on top of the decided state is known to hold exactly these events (a job's
+    // re-append of known ids answers with the first append's revision, decided on another state).
+    const base = d.expectedRevision === 'no_stream' ? -1n : d.expectedRevision;
+    if (revision === base + BigInt(d.events.length)) {
+      states.remember(d.part.stream, d.part.decider.evolve, d.events.reduce(d.part.decider.evolve, d.state), revision);
+    } else {
+      states.forget(d.part.stream);
+    }
+  }
+}
+
+function recordAppend(idempotency: Idempotency, response: CommandResponse, metadata: EventMetadata): StreamAppend {
+  const record: RequestCompleted = { scope: idempotency.scope, key: idempotency.key, fingerprint: idempotency.fingerprint, response };
+  return { stream: idempotencyStream(idempotency), expectedRevision: 'no_stream', events: [{ type: 'RequestCompleted', data: record, metadata }] };
+}
+
+/** The first attempt's answer when the key was used before, else null; a different request under a used key is a 409. */
+async function replayOf(store: EventStore, idempotency: Idempotency): Promise<Handled | null> {
+  const [record] = await store.readStream(idempotencyStream(idempotency), { limit: 1 });
+  if (!record) return null;
+  const completed = record.data as RequestCompleted;
+  if (completed.fingerprint !== idempotency.fingerprint && !idempotency.replayOnMismatch) {
+    throw conflict(`This ${idempotency.scope === 'nonce' ? 'nonce' : 'Idempotency-Key'} was already used for a different request`);
+  }
+  return { events: [], results: [], position: record.position, response: completed.response, replayed: true };
+}
+
+/** A refusal of the request (not a failure of the service): a used key answers with its first result instead. */
+function isRefusal(error: unknown): boolean {
+  return error instanceof DomainError || (error instanceof HttpError && error.status < 500);
+}
+
+/** How a job names the events it appends (derived from the job, so a job that runs again appends nothing new). */
+export type EventIdOf = (stream: string, event: DomainEvent, index: number) => string;
+
+export interface CommandOptions {
+  eventId?: EventIdOf;
+}
+
+const stampedNow = (metadata: EventMetadata): EventMetadata => ({ ...metadata, occurredAt: metadata.occurredAt ?? new Date().toISOString() });
+
+/**
  * Load each stream → fold → decide → append every part atomically, each at the revision it was decided
- * on. A concurrent writer makes the append fail; the whole decision is then retried on fresh state a
- * bounded number of times before the caller gets a 409. With an idempotency key, the response is recorded
- * in the same append, and a request that finds the record answers from it without deciding anything.
+ * on. A concurrent writer makes the append fail; the whole decision is then retried on caught-up state a
+ * bounded number of times before the caller gets a 409. States come from the process's cache of stream
+ * states (`stream-states.ts`), checked as `decidePart` says, so a command on known streams reads nothing.
+ * With an idempotency key, the response is recorded in the same append: the first attempt assumes the key
+ * is new (the record's append expects no stream, so a used key fails the append, atomically), and a
+ * refusal, a failed append and every retry look the record up and answer from it when it is there.
+ * HTTP routes, the CLI and job handlers all come here.
  */
 export async function handleCommand(
   store: EventStore,
@@ -86,55 +228,41 @@ export async function handleCommand(
   metadata: EventMetadata,
   respond: (events: DomainEvent[][]) => CommandResponse = () => ({ status: 200, body: null }),
   idempotency?: Idempotency,
+  options: CommandOptions = {},
 ): Promise<Handled> {
-  const recordStream = idempotency ? idempotencyStream(idempotency) : null;
+  const states = streamStatesOf(store);
+  const stamped = stampedNow(metadata);
+  let recordRead = false;
   for (let attempt = 1; ; attempt++) {
-    if (recordStream && idempotency) {
-      const [record] = await store.readStream(recordStream, { limit: 1 });
-      if (record) {
-        const completed = record.data as RequestCompleted;
-        if (completed.fingerprint !== idempotency.fingerprint && !idempotency.replayOnMismatch) {
-          throw conflict(`This ${idempotency.scope === 'nonce' ? 'nonce' : 'Idempotency-Key'} was already used for a different request`);
-        }
-        return { events: [], results: [], position: record.position, response: completed.response, replayed: true };
-      }
+    if (idempotency && attempt > 1) {
+      const replay = await replayOf(store, idempotency);
+      if (replay) return replay;
+      recordRead = true;
     }
-    const decided = await inSpan(
-      'engage.decide',
-      () =>
-        Promise.all(
-          parts.map(async (part) => {
-            const recorded = await store.readStream(part.stream);
-            const state = fold(part.decider, recorded.map((event) => ({ type: event.type, data: event.data })) as DomainEvent[]);
-            const events = part.decider.decide(part.command, state) as DomainEvent[];
-            const last = recorded[recorded.length - 1];
-            return { part, events, expectedRevision: last ? last.revision : ('no_stream' as const) };
-          }),
-        ),
-      () => ({ 'engage.streams': parts.map((part) => part.stream), 'engage.attempt': attempt }),
-    );
+    let decided: Decided[];
+    try {
+      decided = await decideAll(states, store, parts, attempt);
+    } catch (error) {
+      // A used key answers with its first result even when the request would now be refused.
+      const replay = idempotency && !recordRead && isRefusal(error) ? await replayOf(store, idempotency) : null;
+      if (replay) return replay;
+      throw error;
+    }
     const events = decided.map((d) => d.events);
     const response = respond(events);
-    const stamped = { ...metadata, occurredAt: metadata.occurredAt ?? new Date().toISOString() };
-    const appends: StreamAppend[] = decided
-      .filter((d) => d.events.length > 0)
-      .map((d) => ({
-        stream: d.part.stream,
-        expectedRevision: d.expectedRevision,
-        events: d.events.map((event): NewEvent => ({ type: event.type, data: event.data, metadata: stamped })),
-      }));
-    if (recordStream && idempotency) {
-      const record: RequestCompleted = { scope: idempotency.scope, key: idempotency.key, fingerprint: idempotency.fingerprint, response };
-      // In the same atomic append: the command's effect and the record of its answer land together or not at all.
-      appends.push({ stream: recordStream, expectedRevision: 'no_stream', events: [{ type: 'RequestCompleted', data: record, metadata: stamped }] });
-    }
+    const appends = appendsOf(decided, stamped, options.eventId, idempotency && recordAppend(idempotency, response, stamped));
     if (appends.length === 0) return { events, results: [], position: null, response, replayed: false };
     try {
-      const results = await store.appendMultiple(appends);
+      const results = await appendAll(store, appends);
+      rememberAppended(states, decided, results);
       return { events, results, position: results[results.length - 1]!.position, response, replayed: false };
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError)) throw error;
-      if (attempt >= MAX_ATTEMPTS) throw conflict(`${error.stream} kept changing while this request was decided; retry`);
+      if (attempt >= MAX_ATTEMPTS) {
+        const replay = idempotency ? await replayOf(store, idempotency) : null;
+        if (replay) return replay;
+        throw conflict(`${error.stream} kept changing while this request was decided; retry`);
+      }
     }
   }
 }
@@ -143,4 +271,115 @@ export function idempotencyKeyOf(header: string | undefined): string | undefined
   if (header === undefined) return undefined;
   if (header.length < 1 || header.length > 255) throw badRequest([{ message: 'Idempotency-Key: 1 to 255 characters', path: ['Idempotency-Key'] }]);
   return header;
+}
+
+/** One command of a batch: what `handleCommand` takes, and how to handle it alone when it cannot go with the others. */
+export interface BatchCommand {
+  parts: CommandPart[];
+  respond: (events: DomainEvent[][]) => CommandResponse;
+  idempotency?: Idempotency;
+  /** The command handled on its own (with its retries), after a conflict in the batch's append or with another command of the batch. */
+  alone: () => Promise<Handled>;
+}
+
+export type BatchOutcome = { handled: Handled } | { error: unknown };
+
+/**
+ * Independent commands (a batch of custom events) decided together and appended in one atomic append: one
+ * round trip for the lot in the common case. A command refused is that command's outcome, not the batch's.
+ * A command whose key was used before answers from its record. A command that touches a stream another
+ * command of the batch writes, one whose decision ran into a conflict, and every command of a batch whose
+ * append failed on a concurrent write (after the used keys among them have been answered) are handled alone,
+ * in order, each with `handleCommand`'s retries. Outcomes are in the commands' order.
+ */
+export async function handleCommandBatch(store: EventStore, commands: BatchCommand[], metadata: EventMetadata): Promise<BatchOutcome[]> {
+  const states = streamStatesOf(store);
+  const stamped = stampedNow(metadata);
+  const outcomes: (BatchOutcome | undefined)[] = new Array(commands.length);
+  const decisions = await Promise.all(
+    commands.map(async (command) => {
+      try {
+        return { decided: await decideAll(states, store, command.parts, 1) };
+      } catch (error) {
+        if (!command.idempotency || !isRefusal(error)) return { error, replay: null };
+        return { error, replay: await replayOf(store, command.idempotency).catch((refused: unknown) => ({ refused })) };
+      }
+    }),
+  );
+  const deferred: number[] = [];
+  const accepted: { index: number; decided: Decided[]; events: DomainEvent[][]; response: CommandResponse; appends: StreamAppend[] }[] = [];
+  const written = new Set<string>();
+  for (const [index, decision] of decisions.entries()) {
+    const command = commands[index]!;
+    if ('error' in decision) {
+      if (decision.replay && 'refused' in decision.replay) outcomes[index] = { error: decision.replay.refused };
+      else if (decision.replay) outcomes[index] = { handled: decision.replay };
+      else if (decision.error instanceof DomainError && decision.error.kind === 'conflict') deferred.push(index);
+      else outcomes[index] = { error: decision.error };
+      continue;
+    }
+    const events = decision.decided.map((d) => d.events);
+    let response: CommandResponse;
+    try {
+      response = command.respond(events);
+    } catch (error) {
+      outcomes[index] = { error };
+      continue;
+    }
+    const appends = appendsOf(decision.decided, stamped, undefined, command.idempotency && recordAppend(command.idempotency, response, stamped));
+    if (appends.length === 0) {
+      outcomes[index] = { handled: { events, results: [], position: null, response, replayed: false } };
+      continue;
+    }
+    // Two commands writing one stream cannot share an append (the second would expect the revision before the first).
+    if (appends.some((append) => written.has(append.stream))) {
+      deferred.push(index);
+      continue;
+    }
+    for (const append of appends) written.add(append.stream);
+    accepted.push({ index, decided: decision.decided, events, response, appends });
+  }
+  if (accepted.length > 0) {
+    try {
+      const results = await appendAll(
+        store,
+        accepted.flatMap((command) => command.appends),
+      );
+      let offset = 0;
+      for (const command of accepted) {
+        const own = results.slice(offset, (offset += command.appends.length));
+        rememberAppended(states, command.decided, own);
+        outcomes[command.index] = {
+          handled: { events: command.events, results: own, position: own[own.length - 1]!.position, response: command.response, replayed: false },
+        };
+      }
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+      // Most often a replayed batch: its keys' records answer at once; the others go alone.
+      const replays = await Promise.all(
+        accepted.map(({ index }) => {
+          const { idempotency } = commands[index]!;
+          return idempotency
+            ? replayOf(store, idempotency).then(
+                (handled) => handled && { handled },
+                (refused: unknown) => ({ error: refused }),
+              )
+            : null;
+        }),
+      );
+      for (const [position, { index }] of accepted.entries()) {
+        const replay = replays[position];
+        if (replay) outcomes[index] = replay;
+        else deferred.push(index);
+      }
+    }
+  }
+  for (const index of deferred.sort((a, b) => a - b)) {
+    try {
+      outcomes[index] = { handled: await commands[index]!.alone() };
+    } catch (error) {
+      outcomes[index] = { error };
+    }
+  }
+  return outcomes.map((outcome) => outcome!);
 }

@@ -1,7 +1,7 @@
 import type { Clock } from '../infra/clock.ts';
 import type { Config } from '../infra/config.ts';
 import type { Database } from '../infra/database.ts';
-import type { EventStore } from '../infra/event-store/port.ts';
+import type { EventMetadata, EventStore } from '../infra/event-store/port.ts';
 import type { Logger } from '../infra/logging.ts';
 
 /** What command and query handlers are given: the stores, the configuration, a logger, the clock. */
@@ -11,4 +11,11 @@ export interface ServiceContext {
   store: EventStore;
   logger: Logger;
   clock: Clock;
+}
+
+/** Who asks, as use cases take it (no express): the organisation, the API token, and the metadata its events carry (`occurredAt` is now). */
+export interface Caller {
+  organisationId: string;
+  tokenId: string;
+  metadata: EventMetadata;
 }

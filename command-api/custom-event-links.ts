@@ -11,9 +11,9 @@ import { newId } from '../infra/ids.ts';
 import { linkIdOf, linkSigningKey, linkToken, verifyLinkToken } from '../infra/link-signing.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { foldStream } from './command-handling.ts';
+import { aggregateStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
-import { userById } from './custom-events.ts';
+import { userById } from './log-custom-event.ts';
 import { communityChecks } from './reference-checks.ts';
 import { withDecidedState } from './decided-state.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
@@ -127,7 +127,7 @@ export function customEventLinkRedemption(ctx: ServiceContext, integration: ApiD
       const linkId = linkIdOf(token);
       if (!linkId) throw notFound('Link not found');
       // A link's definition and expiry never change, so the signature is checked once, before deciding.
-      const link = await foldStream(ctx.store, `link-${linkId}`, customEventLinkDecider);
+      const link = await aggregateStream(ctx.store, `link-${linkId}`, customEventLinkDecider);
       if (!link.exists || link.organisationId !== organisationId || !verifyLinkToken(key, token, linkId, link.expiresAt)) throw notFound('Link not found');
       const user = await userById(ctx.store, organisationId, userId);
       if (!user) throw notFound('User not found');

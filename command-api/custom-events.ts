@@ -1,75 +1,28 @@
 import { Router } from 'express';
+import { z } from 'zod';
 import {
-  UserCreatedMeanwhile,
-  autoCreateClaimDecider,
-  customEventDecider,
-  knownExternalUserIdDecider,
-  loggedCustomEvent,
-  type CustomEventCommand,
-  type CustomEventEvent,
-} from '../domain/custom-event.ts';
-import { userDecider, type NewUserProfile } from '../domain/user.ts';
-import { tenantOf } from '../infra/auth.ts';
-import { customEventSchema, logCustomEventBody } from '../infra/contract/custom-events.ts';
-import type { EventStore } from '../infra/event-store/port.ts';
+  CUSTOM_EVENT_BATCH_MAX,
+  batchedCustomEventBody,
+  customEventBatchResultSchema,
+  customEventSchema,
+  logCustomEventBatchBody,
+  logCustomEventBody,
+} from '../infra/contract/custom-events.ts';
+import { jsonProblems } from '../infra/http/accepted-input.ts';
 import { errorBodySchema, type ApiDescription } from '../infra/http/api-description.ts';
-import { conflict } from '../infra/http/errors.ts';
-import { eventMetadata, parse } from '../infra/http/request-context.ts';
-import { ID_PATTERN, newId } from '../infra/ids.ts';
-import { foldStream, type CommandPart } from './command-handling.ts';
+import { badRequest, zodIssues } from '../infra/http/errors.ts';
+import { parse, setEventPosition } from '../infra/http/request-context.ts';
 import type { ServiceContext } from './context.ts';
-import { createUserParts, externalUserIdStream } from './users.ts';
-import { runCommand } from './run-command.ts';
-import { communityChecks } from './reference-checks.ts';
+import { logCustomEvent, logCustomEventBatch, type BatchedCustomEvent } from './log-custom-event.ts';
+import { callerOf, headerIdempotency, respondHandled } from './run-command.ts';
 
-export interface ResolvedUser {
-  userId: string;
-  externalUserId: string;
+/** An event of a batch read on its own: bad text or a field that fails validation refuses that event, not the batch. */
+function batchedEvent(item: unknown): BatchedCustomEvent {
+  const problems = jsonProblems(item, 'body');
+  if (problems.length > 0) return { refused: badRequest(problems) };
+  const parsed = batchedCustomEventBody.safeParse(item);
+  return parsed.success ? { body: parsed.data } : { refused: badRequest(zodIssues(parsed.error)) };
 }
-
-/** The organisation's user with this platform id, read from its stream; null when there is none. */
-export async function userById(store: EventStore, organisationId: string, userId: string): Promise<ResolvedUser | null> {
-  if (!ID_PATTERN.test(userId)) return null;
-  const state = await foldStream(store, `user-${userId.toLowerCase()}`, userDecider);
-  if (!state.exists || state.organisationId !== organisationId) return null;
-  return { userId: state.id, externalUserId: state.externalUserId };
-}
-
-/**
- * The platform id first, then the external id. The external id is looked up on its claim stream (the
- * users slice's uniqueness boundary), not the `users` read model: a user created a moment ago is found,
- * with no projection lag, and the same stream decides the autoCreateUser race.
- */
-async function resolveUser(store: EventStore, organisationId: string, userId: string): Promise<ResolvedUser | null> {
-  const byId = await userById(store, organisationId, userId);
-  if (byId) return byId;
-  const [claim] = await store.readStream(externalUserIdStream(organisationId, userId), { limit: 1 });
-  return claim ? { userId: (claim.data as { userId: string }).userId, externalUserId: userId } : null;
-}
-
-function blankProfile(communityId: string): NewUserProfile {
-  return {
-    username: null,
-    displayName: null,
-    email: null,
-    emailVerified: false,
-    fullName: null,
-    parentEmail: null,
-    locale: null,
-    bio: null,
-    profilePictureUrl: null,
-    roles: [],
-    isAnonymous: false,
-    birthDay: null,
-    birthMonth: null,
-    birthYear: null,
-    socialHandles: { instagram: null, loyaltyCardNumber: null, tiktok: null },
-    communityIds: [communityId],
-  };
-}
-
-/** Resolving and appending race with other requests creating the same user at most this many times. */
-const MAX_RESOLUTIONS = 3;
 
 export function customEventCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -79,6 +32,7 @@ export function customEventCommands(ctx: ServiceContext, admin: ApiDescription):
     {
       method: 'post',
       path: '/events/custom',
+      operationId: 'logCustomEvent',
       tag: 'Events',
       summary: 'Log a custom event for a user',
       description: [
@@ -87,6 +41,13 @@ export function customEventCommands(ctx: ServiceContext, admin: ApiDescription):
         'The response carries `x-event-position`; send it as `x-min-position` to read your write.',
       ].join('\n\n'),
       body: logCustomEventBody,
+      example: {
+        eventName: 'purchase',
+        userId: 'customer-1',
+        communityId: '6b039d2d3be9a23a28e68a12',
+        payload: { amount: 12.5, sku: 'A-1' },
+        nonce: 'order-1001',
+      },
       headers: [
         {
           name: 'Idempotency-Key',
@@ -103,60 +64,40 @@ export function customEventCommands(ctx: ServiceContext, admin: ApiDescription):
     },
     async (req, res) => {
       const body = parse(logCustomEventBody, req.body);
-      const { organisationId, tokenId } = tenantOf(res);
-      const { occurredAt } = eventMetadata(req, res);
-      const now = occurredAt!;
-      const eventId = newId();
-      const logEvent = (user: ResolvedUser): CommandPart<CustomEventCommand> => ({
-        stream: `customevent-${eventId}`,
-        decider: customEventDecider,
-        command: {
-          type: 'LogCustomEvent',
-          data: {
-            eventId,
-            organisationId,
-            communityId: body.communityId,
-            userId: user.userId,
-            externalUserId: user.externalUserId,
-            name: body.eventName,
-            payload: body.payload,
-            nonce: body.nonce ?? null,
-            source: { type: 'api', tokenId },
-            now,
-          },
-        },
-      });
+      respondHandled(res, await logCustomEvent(ctx, callerOf(req, res), body, headerIdempotency(req, res)));
+    },
+  );
 
-      for (let resolution = 1; ; resolution++) {
-        const user = await resolveUser(ctx.store, organisationId, body.userId);
-        let parts: CommandPart[];
-        if (user) {
-          parts = [...communityChecks(organisationId, [body.communityId]), logEvent(user)];
-        } else if (body.autoCreateUser) {
-          const created = { userId: newId(), externalUserId: body.userId };
-          const [claim, ...rest] = createUserParts({ ...created, organisationId, profile: blankProfile(body.communityId), now });
-          parts = [{ ...claim!, decider: autoCreateClaimDecider }, ...rest, logEvent(created)];
-        } else {
-          parts = [
-            {
-              stream: externalUserIdStream(organisationId, body.userId),
-              decider: knownExternalUserIdDecider,
-              command: { type: 'ClaimExternalUserId', data: { organisationId, externalUserId: body.userId, userId: '' } },
-            },
-          ];
-        }
-        try {
-          await runCommand(ctx, req, res, {
-            parts,
-            respond: (events) => ({ status: 200, body: loggedCustomEvent((events[events.length - 1] as CustomEventEvent[])[0]!.data) }),
-            idempotency: body.nonce === undefined ? undefined : { scope: 'nonce', key: body.nonce, replayOnMismatch: true },
-          });
-          return;
-        } catch (error) {
-          if (!(error instanceof UserCreatedMeanwhile)) throw error;
-          if (resolution >= MAX_RESOLUTIONS) throw conflict('The user kept changing while this event was logged; retry');
-        }
+  admin.route(
+    router,
+    {
+      method: 'post',
+      path: '/events/custom/batch',
+      operationId: 'logCustomEventBatch',
+      tag: 'Events',
+      summary: `Log up to ${CUSTOM_EVENT_BATCH_MAX} custom events at once`,
+      description: [
+        `The body is an array of 1 to ${CUSTOM_EVENT_BATCH_MAX} events, each with the fields of \`POST /events/custom\` and a \`nonce\` of its own (required). The answer is 200 with one result per event, in order: \`{status: 200, event}\` for a logged one, \`{status, error}\` (the contract's error body) for a refused one, exactly what \`POST /events/custom\` would have answered for it. Valid events are logged even when others are refused; a body that is not such an array is a 400.`,
+        'Each event is idempotent on its nonce, per organisation and shared with `POST /events/custom`: a nonce already used answers with its first result and logs nothing, so a batch sent again (after a timeout, a 5xx) answers the same results and appends nothing new. A nonce repeated within one batch answers what its first event did.',
+        'The accepted events are appended together, in one atomic append in the common case; bad text (a NUL, an unpaired surrogate) in one event refuses that event only. A batch counts as one request against the rate limit. The response carries `x-event-position` (the last position written); send it as `x-min-position` to read your writes. Each logged event is delivered to webhooks as `custom_event.logged`, like a single one.',
+      ].join('\n\n'),
+      body: logCustomEventBatchBody,
+      example: [
+        { eventName: 'purchase', userId: 'customer-1', communityId: '6b039d2d3be9a23a28e68a12', payload: { amount: 12.5 }, nonce: 'order-1001' },
+        { eventName: 'signed-up', userId: 'customer-2', communityId: '6b039d2d3be9a23a28e68a12', autoCreateUser: true, nonce: 'signup-customer-2' },
+      ],
+      responses: {
+        200: { description: 'One result per event, in order', schema: z.array(customEventBatchResultSchema) },
+      },
+    },
+    async (req, res) => {
+      const items: unknown = req.body;
+      if (!Array.isArray(items) || items.length < 1 || items.length > CUSTOM_EVENT_BATCH_MAX) {
+        throw badRequest([{ message: `body: must be an array of 1 to ${CUSTOM_EVENT_BATCH_MAX} custom events`, path: [] }]);
       }
+      const { results, position } = await logCustomEventBatch(ctx, callerOf(req, res), items.map(batchedEvent));
+      setEventPosition(res, position);
+      res.status(200).json(results);
     },
   );
 

@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Router } from 'express';
-import { fold } from '../domain/decider.ts';
 import { domainNameDecider, organisationDecider, verificationRecordName, type OrganisationEvent } from '../domain/organisation.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { registerDomainBody, registeredDomainSchema, removeDomainBody, removedDomainSchema } from '../infra/contract/domains.ts';
 import type { ApiDescription } from '../infra/http/api-description.ts';
 import { eventMetadata, parse } from '../infra/http/request-context.ts';
+import { aggregateStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
@@ -84,12 +84,11 @@ export function domainCommands(ctx: ServiceContext, admin: ApiDescription): Rout
       const { hostname } = parse(removeDomainBody, req.body);
       const { organisationId } = tenantOf(res);
       const { occurredAt } = eventMetadata(req, res);
-      const before = await ctx.store.readStream(`organisation-${organisationId}`);
+      const { tokens } = await aggregateStream(ctx.store, `organisation-${organisationId}`, organisationDecider);
       await runSettledCommand(ctx, req, res, [
         { stream: `organisation-${organisationId}`, decider: organisationDecider, command: { type: 'RemoveDomain', data: { hostname, now: occurredAt! } } },
         { stream: `domain-${hostname}`, decider: domainNameDecider, command: { type: 'ReleaseDomain', data: { hostname, organisationId } } },
       ]);
-      const tokens = fold(organisationDecider, before.map(({ type, data }) => ({ type, data })) as OrganisationEvent[]).tokens;
       const revokedTokenIds = [...tokens].filter(([, token]) => token.domain === hostname && !token.revoked).map(([tokenId]) => tokenId);
       res.status(200).json({ hostname, removed: true, revokedTokenIds });
     },

@@ -20,7 +20,7 @@ import {
 import { STANDINGS_PROJECTION } from '../projectors/leaderboard-standings.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
 import { rankedStandings } from '../query-api/leaderboard-standings.ts';
-import { foldStream } from './command-handling.ts';
+import { aggregateStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { appendDecided } from './jobs.ts';
 
@@ -59,7 +59,7 @@ async function caughtUp(ctx: ServiceContext, ...groups: string[][]): Promise<voi
 
 async function changeStatus(ctx: ServiceContext, job: LeaderboardStatusJob, context: JobContext): Promise<void> {
   const stream = `leaderboard-${job.leaderboardId}`;
-  const state = await foldStream(ctx.store, stream, leaderboardDecider);
+  const state = await aggregateStream(ctx.store, stream, leaderboardDecider);
   if (!state.exists || state.status !== job.from) return;
   const due = job.to === 'live' ? state.startsAt : state.expiresAt;
   if (due === null || Date.parse(due) !== Date.parse(job.at)) return;
@@ -78,7 +78,7 @@ async function changeStatus(ctx: ServiceContext, job: LeaderboardStatusJob, cont
 }
 
 async function closeWindow(ctx: ServiceContext, job: WindowCloseJob, context: JobContext): Promise<void> {
-  const state = await foldStream(ctx.store, `leaderboard-${job.leaderboardId}`, leaderboardDecider);
+  const state = await aggregateStream(ctx.store, `leaderboard-${job.leaderboardId}`, leaderboardDecider);
   if (!state.exists || state.status === 'draft' || state.status === 'archived') return;
   settledAfter(ctx, job.windowEnd);
   await caughtUp(ctx, [ENGINE_PROCESS], [STANDINGS_PROJECTION]);
@@ -115,7 +115,7 @@ async function closeWindow(ctx: ServiceContext, job: WindowCloseJob, context: Jo
 
 async function drawGiveaway(ctx: ServiceContext, job: GiveawayDrawJob, context: JobContext): Promise<void> {
   const stream = `reward-${job.rewardId}`;
-  const state = await foldStream(ctx.store, stream, rewardDecider);
+  const state = await aggregateStream(ctx.store, stream, rewardDecider);
   if (!state.exists || state.drawn || state.reward.kind !== 'entries') return;
   if (Date.parse(state.reward.drawsAt) !== Date.parse(job.drawsAt)) return;
   settledAfter(ctx, job.drawsAt);

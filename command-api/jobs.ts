@@ -1,9 +1,9 @@
 import type { Transporter } from 'nodemailer';
-import { fold, type Decider, type DomainEvent } from '../domain/decider.ts';
+import type { Decider, DomainEvent } from '../domain/decider.ts';
 import { invitationDecider, type InvitationCommand } from '../domain/invitation.ts';
 import { organisationDecider, verificationRecordName, type OrganisationCommand } from '../domain/organisation.ts';
 import { systemTxtResolver, type TxtResolver } from '../infra/dns.ts';
-import { WrongExpectedRevisionError, type EventMetadata } from '../infra/event-store/port.ts';
+import type { EventMetadata } from '../infra/event-store/port.ts';
 import { uuidFrom } from '../infra/ids.ts';
 import type { JobContext, JobHandler } from '../infra/jobs.ts';
 import { createMailer, type Mailer } from '../infra/mailer.ts';
@@ -11,7 +11,7 @@ import { signInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { DOMAIN_VERIFICATION_JOB, type DomainVerificationJob } from '../process-managers/domain-verification.ts';
 import { INVITATION_EMAIL_JOB } from '../projectors/invitations.ts';
-import { foldStream } from './command-handling.ts';
+import { aggregateStream, handleCommand } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { engagementJobHandlers } from './engagement-jobs.ts';
 import { webhookJobHandlers } from './webhook-jobs.ts';
@@ -52,7 +52,7 @@ export function jobHandlers(ctx: ServiceContext, outside: OutsideWorld = {}): Re
 
 async function verifyDomain(ctx: ServiceContext, resolveTxt: TxtResolver, job: DomainVerificationJob, context: JobContext): Promise<void> {
   const stream = `organisation-${job.organisationId}`;
-  const state = await foldStream(ctx.store, stream, organisationDecider);
+  const state = await aggregateStream(ctx.store, stream, organisationDecider);
   const domain = state.domains.get(job.hostname);
   if (!domain || domain.verificationToken !== job.verificationToken || domain.status === 'active' || domain.status === 'failed') return;
   const record: OrganisationCommand = {
@@ -78,9 +78,9 @@ async function verifyDomain(ctx: ServiceContext, resolveTxt: TxtResolver, job: D
 
 async function emailInvitation(ctx: ServiceContext, mailer: Mailer, invitationId: string, context: JobContext): Promise<void> {
   const stream = `invitation-${invitationId}`;
-  const state = await foldStream(ctx.store, stream, invitationDecider);
+  const state = await aggregateStream(ctx.store, stream, invitationDecider);
   if (!state.exists || state.emailed || state.accepted) return;
-  const { settings, standardDomain } = await foldStream(ctx.store, `organisation-${state.organisationId}`, organisationDecider);
+  const { settings, standardDomain } = await aggregateStream(ctx.store, `organisation-${state.organisationId}`, organisationDecider);
   if (!settings || !standardDomain) throw new Error(`organisation ${state.organisationId} does not exist`);
   const organisation = { name: settings.name, domain: standardDomain };
   const token = await signInvitationToken(userTokenKey(ctx.config), { invitationId, organisationId: state.organisationId });
@@ -97,8 +97,9 @@ async function emailInvitation(ctx: ServiceContext, mailer: Mailer, invitationId
 }
 
 /**
- * Decide on fresh state and append with event ids derived from the job, so a job that runs again appends
- * nothing new (the decider also decides nothing once the outcome is recorded).
+ * A job's command, through the same load-decide-append path (and retries) as every other command, with
+ * event ids derived from the job, so a job that runs again appends nothing new (the decider also decides
+ * nothing once the outcome is recorded).
  */
 export async function appendDecided<Command, Event extends DomainEvent, State>(
   ctx: ServiceContext,
@@ -108,23 +109,10 @@ export async function appendDecided<Command, Event extends DomainEvent, State>(
   jobId: string,
   metadata: EventMetadata,
 ): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    const recorded = await ctx.store.readStream(stream);
-    const events = decider.decide(command, fold(decider, recorded.map(({ type, data }) => ({ type, data })) as Event[]));
-    if (events.length === 0) return;
-    const last = recorded[recorded.length - 1];
-    const stamped = { ...metadata, actor: `job:${jobId}`, causationId: jobId, correlationId: jobId, occurredAt: ctx.clock.now().toISOString() };
-    try {
-      await ctx.store.append(
-        stream,
-        events.map((event, index) => ({ id: uuidFrom(`${jobId}:${event.type}:${index}`), type: event.type, data: event.data, metadata: stamped })),
-        { expectedRevision: last ? last.revision : 'no_stream' },
-      );
-      return;
-    } catch (error) {
-      if (!(error instanceof WrongExpectedRevisionError) || attempt >= 5) throw error;
-    }
-  }
+  const stamped = { ...metadata, actor: `job:${jobId}`, causationId: jobId, correlationId: jobId, occurredAt: ctx.clock.now().toISOString() };
+  await handleCommand(ctx.store, [{ stream, decider, command }], stamped, undefined, undefined, {
+    eventId: (_stream, event, index) => uuidFrom(`${jobId}:${event.type}:${index}`),
+  });
 }
 
 function escapeHtml(value: string): string {

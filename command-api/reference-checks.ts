@@ -8,7 +8,8 @@ import type { CommandPart } from './command-handling.ts';
 /**
  * Parts that append nothing and refuse (400) an id of another organisation's resource, named by a command
  * that stores it as a reference: a community, a reward, a variable config, an allocation added to a reward.
- * Each reads the named resource's own stream in the same decision, so a resource created a moment ago
+ * Each decides on the named resource's own stream in the same decision (a state the process has cached
+ * once the resource exists, its owner being final; otherwise read), so a resource created a moment ago
  * counts. Another organisation's is refused as unknown; an id that names nothing yet is accepted, as it
  * was before these checks (only users and custom events require their communities to exist).
  */
@@ -30,6 +31,8 @@ function notAnotherOrganisations<State>(
         },
       },
       command: { type: 'RefuseAnotherOrganisations' },
+      // A resource's owner never changes: once it exists, the verdict is final.
+      lasting: (state: State) => ownerOf(state) !== null,
     }));
 }
 
@@ -39,14 +42,22 @@ export function communityChecks(organisationId: string, communityIds: readonly s
     stream: `community-${communityId}`,
     decider: communityDecider,
     command: { type: 'RequireCommunity', data: { communityId, organisationId } },
+    // Communities are never removed and never change organisation: one that exists passes for good.
+    lasting: (state: CommunityState) => state.exists,
   }));
 }
 
-export const foreignCommunityChecks = notAnotherOrganisations('Community', (id) => `community-${id}`, communityDecider, (state: CommunityState) =>
-  state.exists ? state.organisationId : null,
+export const foreignCommunityChecks = notAnotherOrganisations(
+  'Community',
+  (id) => `community-${id}`,
+  communityDecider,
+  (state: CommunityState) => (state.exists ? state.organisationId : null),
 );
-const foreignRewardChecks = notAnotherOrganisations('Reward', (id) => `reward-${id}`, rewardDecider, (state: RewardState) =>
-  state.exists ? state.reward.organisationId : null,
+const foreignRewardChecks = notAnotherOrganisations(
+  'Reward',
+  (id) => `reward-${id}`,
+  rewardDecider,
+  (state: RewardState) => (state.exists ? state.reward.organisationId : null),
 );
 export const foreignVariableConfigChecks = notAnotherOrganisations(
   'Variable config',
@@ -54,8 +65,11 @@ export const foreignVariableConfigChecks = notAnotherOrganisations(
   variableConfigDecider,
   (state: VariableConfigState) => (state.exists ? state.organisationId : null),
 );
-const foreignAllocationChecks = notAnotherOrganisations('Allocation', (id) => `allocation-${id}`, allocationDecider, (state: AllocationState) =>
-  state.exists ? state.organisationId : null,
+const foreignAllocationChecks = notAnotherOrganisations(
+  'Allocation',
+  (id) => `allocation-${id}`,
+  allocationDecider,
+  (state: AllocationState) => (state.exists ? state.organisationId : null),
 );
 
 /** What a distribution names: each allocation's reward and, when given, its id. */

@@ -12,7 +12,7 @@ import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN } from '../infra/ids.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { foldStream } from './command-handling.ts';
+import { aggregateStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { withDecidedState } from './decided-state.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
@@ -100,10 +100,10 @@ async function decide(ctx: ServiceContext, req: Request, res: Response, assetId:
   const { organisationId } = command.data;
   const [[granted], organisation] = await Promise.all([
     ctx.store.readStream(`rewardasset-${assetId}`, { limit: 1 }),
-    foldStream(ctx.store, `organisation-${organisationId}`, organisationDecider),
+    aggregateStream(ctx.store, `organisation-${organisationId}`, organisationDecider),
   ]);
   const rewardId = (granted?.data as RewardAssetGrant | undefined)?.rewardId;
-  const reward = rewardId ? await foldStream(ctx.store, `reward-${rewardId}`, rewardDecider) : undefined;
+  const reward = rewardId ? await aggregateStream(ctx.store, `reward-${rewardId}`, rewardDecider) : undefined;
   const rewardLanguages = reward?.exists && reward.reward.organisationId === organisationId ? Object.keys(reward.reward.details) : [];
   const organisationDefault = organisation.settings?.defaultLanguage;
   const tracked = withDecidedState(rewardAssetDecider);

@@ -2,8 +2,8 @@ import type { Request, Response } from 'express';
 import type { DomainEvent } from '../domain/decider.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { eventMetadata, setEventPosition } from '../infra/http/request-context.ts';
-import { fingerprintOf, handleCommand, idempotencyKeyOf, type CommandPart, type CommandResponse, type Idempotency } from './command-handling.ts';
-import type { ServiceContext } from './context.ts';
+import { fingerprintOf, handleCommand, idempotencyKeyOf, type CommandPart, type CommandResponse, type Handled, type Idempotency } from './command-handling.ts';
+import type { Caller, ServiceContext } from './context.ts';
 
 /**
  * A write route's whole tail: decide and append (idempotent under an `Idempotency-Key` header, or under
@@ -24,14 +24,29 @@ export async function runCommand(
   },
 ): Promise<void> {
   const { organisationId } = tenantOf(res);
-  const headerKey = idempotencyKeyOf(req.get('idempotency-key'));
   const idempotency: Idempotency | undefined = command.idempotency
     ? { organisationId, fingerprint: fingerprintOf(req.body), ...command.idempotency }
-    : headerKey
-      ? { organisationId, scope: `${req.method} ${req.originalUrl.split('?')[0]}`, key: headerKey, fingerprint: fingerprintOf(req.body) }
-      : undefined;
+    : headerIdempotency(req, res);
   const handled = await handleCommand(ctx.store, command.parts, eventMetadata(req, res), command.respond, idempotency);
+  respondHandled(res, handled, command.reveal);
+}
+
+/** Who asks, as the use cases take it. */
+export function callerOf(req: Request, res: Response): Caller {
+  const { organisationId, tokenId } = tenantOf(res);
+  return { organisationId, tokenId, metadata: eventMetadata(req, res) };
+}
+
+/** The request's `Idempotency-Key`, scoped to its route and fingerprinted by its body; undefined without one. */
+export function headerIdempotency(req: Request, res: Response): Idempotency | undefined {
+  const key = idempotencyKeyOf(req.get('idempotency-key'));
+  if (key === undefined) return undefined;
+  return { organisationId: tenantOf(res).organisationId, scope: `${req.method} ${req.originalUrl.split('?')[0]}`, key, fingerprint: fingerprintOf(req.body) };
+}
+
+/** A handled command's answer: its response, where it wrote (`x-event-position`), and `idempotent-replayed: true` for a replay. */
+export function respondHandled(res: Response, handled: Handled, reveal?: (body: any) => unknown): void {
   setEventPosition(res, handled.position);
   if (handled.replayed) res.set('idempotent-replayed', 'true');
-  res.status(handled.response.status).json(command.reveal ? command.reveal(handled.response.body) : handled.response.body);
+  res.status(handled.response.status).json(reveal ? reveal(handled.response.body) : handled.response.body);
 }

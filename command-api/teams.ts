@@ -19,7 +19,7 @@ import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { verifyInvitationToken } from '../infra/invitation-tokens.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
-import { foldStream, type CommandPart } from './command-handling.ts';
+import { aggregateStream, type CommandPart } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
 import { runCommand } from './run-command.ts';
@@ -42,7 +42,7 @@ async function inviteeStanding(store: EventStore, organisationId: string, email:
   if (claim) return 'member';
   if (!invited) return 'free';
   const { invitationId, expiresAt } = (invited as unknown as InviteeEvent).data;
-  const invitation = await foldStream(store, `invitation-${invitationId}`, invitationDecider);
+  const invitation = await aggregateStream(store, `invitation-${invitationId}`, invitationDecider);
   if (invitation.exists && invitation.accepted) return 'member';
   return Date.parse(now) < Date.parse(expiresAt) ? 'pending' : 'free';
 }

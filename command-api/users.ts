@@ -18,7 +18,7 @@ import { notFound } from '../infra/http/errors.ts';
 import { eventMetadata, parse } from '../infra/http/request-context.ts';
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import { issueUserToken, userTokenKey } from '../infra/user-tokens.ts';
-import { foldStream, type CommandPart } from './command-handling.ts';
+import { aggregateStream, type CommandPart } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { withDecidedState } from './decided-state.ts';
 import { idempotencyKeyHeader } from './leaderboards.ts';
@@ -179,7 +179,7 @@ export function userCommands(ctx: ServiceContext, admin: ApiDescription): Router
       const userId = userIdParam(req.params.userId);
       const { expiresInSeconds } = parse(issueUserTokenBody, req.body ?? {});
       const { organisationId } = tenantOf(res);
-      requireUser(await foldStream(ctx.store, `user-${userId}`, userDecider), userId, organisationId);
+      requireUser(await aggregateStream(ctx.store, `user-${userId}`, userDecider), userId, organisationId);
       res.status(200).json(await issueUserToken(tokenKey, { userId, organisationId, expiresInSeconds }));
     },
   );

@@ -22,7 +22,7 @@ import {
   type WebhookDeliveryJob,
   type WebhookReplayJob,
 } from '../process-managers/webhook-deliveries.ts';
-import { foldStream } from './command-handling.ts';
+import { aggregateStream } from './command-handling.ts';
 import type { ServiceContext } from './context.ts';
 import { appendDecided } from './jobs.ts';
 
@@ -45,12 +45,12 @@ export function webhookJobHandlers(ctx: ServiceContext): Record<string, JobHandl
 
 async function attemptDelivery(ctx: ServiceContext, serverKey: Uint8Array, job: WebhookDeliveryJob, context: JobContext): Promise<void> {
   const stream = `webhookdelivery-${job.deliveryId}`;
-  const delivery = await foldStream(ctx.store, stream, deliveryDecider);
+  const delivery = await aggregateStream(ctx.store, stream, deliveryDecider);
   // Recorded already, or redelivered since: this attempt is not due any more.
   if (!delivery.exists || delivery.outcome !== 'pending' || delivery.attempts >= job.attempt) return;
   const metadata = { organisationId: delivery.organisationId };
   const webhookStream = `webhook-${delivery.webhookId}`;
-  const webhook = await foldStream(ctx.store, webhookStream, webhookDecider);
+  const webhook = await aggregateStream(ctx.store, webhookStream, webhookDecider);
   const now = ctx.clock.now();
   if (!webhook.exists || webhook.deleted || webhook.status === 'disabled') {
     const reason = !webhook.exists || webhook.deleted ? 'the webhook was deleted' : 'the webhook is disabled';
@@ -87,7 +87,7 @@ async function attemptDelivery(ctx: ServiceContext, serverKey: Uint8Array, job: 
     metadata,
   );
   // The endpoint's health follows what was recorded (this run's outcome, or an earlier run's).
-  const recorded = await foldStream(ctx.store, stream, deliveryDecider);
+  const recorded = await aggregateStream(ctx.store, stream, deliveryDecider);
   if (!recorded.exists || recorded.attempts !== job.attempt || recorded.outcome === 'pending' || recorded.outcome === 'cancelled') return;
   if (recorded.outcome === 'succeeded' && webhook.status !== 'failing') return;
   const outcome = recorded.outcome === 'succeeded' ? 'succeeded' : recorded.lastStatusCode === 410 ? 'gone' : 'failed';
@@ -117,7 +117,7 @@ async function attemptDelivery(ctx: ServiceContext, serverKey: Uint8Array, job: 
  * page stopped, until the head of the log as it was when the replay was asked for.
  */
 async function replayPage(ctx: ServiceContext, job: WebhookReplayJob, context: JobContext): Promise<void> {
-  const webhook = await foldStream(ctx.store, `webhook-${job.webhookId}`, webhookDecider);
+  const webhook = await aggregateStream(ctx.store, `webhook-${job.webhookId}`, webhookDecider);
   if (!webhook.exists || webhook.deleted || webhook.status === 'disabled') return;
   const page = await ctx.store.readAll({ after: job.after, until: job.until, limit: REPLAY_PAGE_SIZE, filter: { eventTypes: WEBHOOK_SOURCE_EVENT_TYPES } });
   const lookups = new StreamLookups(ctx.store);

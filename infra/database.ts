@@ -10,12 +10,28 @@ import type { Logger } from './logging.ts';
  */
 export interface Database {
   readonly db: Kysely<any>;
-  /** Calls `onNotify` for every NOTIFY on `channel`; resolves to an unsubscribe function. */
-  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  /**
+   * Calls `onNotify` for every NOTIFY on `channel` (and once per (re)connection, since one may have been missed
+   * meanwhile); `onState` says when the LISTEN is in place (true) and when it is lost (false). Every channel
+   * of the process shares one connection. Resolves to an unsubscribe function.
+   */
+  listen(channel: string, onNotify: (payload?: string) => void, onState?: (listening: boolean) => void): Promise<() => Promise<void>>;
+  /**
+   * A statement on the listening connection itself (no pool connection): what it reads is at least as new as
+   * the notifications delivered before it, so a reader can tell whether it has missed one. Refused while the
+   * connection is not listening.
+   */
+  queryOnListener<R = Record<string, unknown>>(text: string, params?: unknown[]): Promise<R[]>;
   /** A session of its own, for a session-level advisory lock. */
   openDedicatedSession(): Promise<DedicatedSession>;
   /** The process's control session (projection leases). */
   control(): DedicatedSession;
+  /**
+   * Calls `observer` with each statement's purpose as it is sent (pool, LISTEN connection, control session):
+   * the tag of a leading `/* engage:<purpose> *\/` comment, `transaction` for BEGIN/COMMIT/ROLLBACK/SAVEPOINT,
+   * else `other`.
+   */
+  observeStatements(observer: (purpose: string) => void): void;
   close(): Promise<void>;
 }
 
@@ -116,23 +132,27 @@ export async function openPostgres(connectionString: string, options: PostgresOp
   });
   // A pool emits 'error' for an idle client whose server went away; without a listener Node would crash.
   pool.on('error', () => undefined);
-  const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new GuardedPool(pool, timeouts) }) });
+  const observers: ((purpose: string) => void)[] = [];
+  const count = (text: string) => {
+    if (observers.length === 0) return;
+    const purpose = statementPurpose(text);
+    for (const observer of observers) observer(purpose);
+  };
+  const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new GuardedPool(pool, timeouts, count) }) });
   await sql`select 1`.execute(db).catch(async (error: unknown) => {
     await db.destroy();
     throw error;
   });
-  const listeners = new Set<ResilientListener>();
+  const listener = new SharedListener(connectionString, `${applicationName}:listen`, timeouts, count);
   let control: ControlSession | null = null;
   return {
     db,
-    async listen(channel, onNotify) {
-      const listener = new ResilientListener(connectionString, `${applicationName}:listen`, channel, onNotify, timeouts);
-      listeners.add(listener);
-      listener.start();
-      return async () => {
-        listeners.delete(listener);
-        await listener.stop();
-      };
+    async listen(channel, onNotify, onState) {
+      return listener.add(channel, { onNotify, onState: onState ?? (() => undefined) });
+    },
+    queryOnListener: (text, params) => listener.query(text, params),
+    observeStatements(observer) {
+      observers.push(observer);
     },
     async openDedicatedSession() {
       // Waits for other processes' start-up work (an advisory lock held through their migrations): background limits.
@@ -155,11 +175,11 @@ export async function openPostgres(connectionString: string, options: PostgresOp
       };
     },
     control() {
-      control ??= new ControlSession(connectionString, `${applicationName}:control`, timeouts.connectMs);
+      control ??= new ControlSession(connectionString, `${applicationName}:control`, timeouts.connectMs, count);
       return control;
     },
     async close() {
-      await Promise.all([...listeners].map((listener) => listener.stop()));
+      await listener.stop();
       await control?.close();
       await db.destroy();
     },
@@ -174,16 +194,27 @@ export async function openPostgres(connectionString: string, options: PostgresOp
  */
 class GuardedPool implements PostgresPool {
   private readonly sessionKinds = new WeakMap<pg.PoolClient, WorkKind>();
+  private readonly watched = new WeakSet<pg.PoolClient>();
+  private readonly failed = new WeakMap<pg.PoolClient, Error>();
 
   constructor(
     private readonly pool: pg.Pool,
     private readonly timeouts: DatabaseTimeouts,
+    private readonly count: (text: string) => void,
   ) {}
 
   async connect(): Promise<GuardedSession> {
     const kind = workKind.getStore() ?? 'request';
     const limits = limitsOf(this.timeouts, kind);
-    const session = new GuardedSession(await this.pool.connect(), limits.statementMs + ANSWER_MARGIN_MS);
+    const client = await this.pool.connect();
+    if (!this.watched.has(client)) {
+      // The pool listens for errors of idle sessions only. One the server ends while it is checked out and
+      // between statements (idle in transaction past its limit, terminated) emits 'error' with nobody to hear
+      // it, which would end the process: the session is marked, and its work fails on its next statement.
+      this.watched.add(client);
+      client.on('error', (error) => this.failed.set(client, error));
+    }
+    const session = new GuardedSession(client, limits.statementMs + ANSWER_MARGIN_MS, this.failed, this.count);
     if ((this.sessionKinds.get(session.client) ?? 'request') !== kind) {
       try {
         await session.query(`select set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $2, false)`, [
@@ -210,6 +241,8 @@ class GuardedSession implements PostgresPoolClient {
   constructor(
     readonly client: pg.PoolClient,
     private readonly answerMs: number,
+    private readonly failed: WeakMap<pg.PoolClient, Error>,
+    private readonly count: (text: string) => void,
   ) {}
 
   query<R>(text: string, params: readonly unknown[]): Promise<PostgresQueryResult<R>>;
@@ -218,6 +251,9 @@ class GuardedSession implements PostgresPoolClient {
     // A cursor (Kysely's streaming, unused here) reads at its own pace: passed through.
     if (typeof text !== 'string') return this.client.query(text as never);
     if (this.failure) return Promise.reject(this.failure);
+    const broken = this.failed.get(this.client);
+    if (broken) return Promise.reject(broken);
+    this.count(text);
     // pg's result is what Kysely reads (its `command` typed as a plain string there).
     const answer = this.client.query<R & pg.QueryResultRow>(text, [...params]) as Promise<unknown> as Promise<PostgresQueryResult<R>>;
     return settleWithin(answer, this.answerMs, () => (this.failure = new DatabaseTimeoutError(this.answerMs)));
@@ -225,7 +261,7 @@ class GuardedSession implements PostgresPoolClient {
 
   release(): void {
     // With an error the pool closes the session (and its socket) instead of keeping it.
-    this.client.release(this.failure ?? undefined);
+    this.client.release(this.failure ?? this.failed.get(this.client) ?? undefined);
   }
 }
 
@@ -316,31 +352,78 @@ export function redactedUrl(url: string): string {
   }
 }
 
+interface ChannelHandler {
+  onNotify(payload?: string): void;
+  onState(listening: boolean): void;
+}
+
 /**
- * LISTEN on a connection of its own that comes back by itself: a refused connection, "too many clients" or a
- * terminated backend makes it retry with backoff, never fail the process. Each (re)connection calls
- * `onNotify` once, since a notification may have been missed meanwhile (a wake-up is only a hint).
+ * The process's one LISTEN connection, shared by every channel (the event store's wake-ups, the token cache's
+ * invalidations), so a process stays within its pool plus two connections. It comes back by itself: a
+ * refused connection, "too many clients" or a terminated backend makes it retry with backoff, never fail the
+ * process. Each (re)connection calls every `onNotify` once, since a notification may have been missed
+ * meanwhile, and `onState(true)`; a loss calls `onState(false)` at once. It connects with the first channel
+ * and closes with the last.
  */
-class ResilientListener {
+class SharedListener {
+  private readonly channels = new Map<string, Set<ChannelHandler>>();
   private client: pg.Client | null = null;
-  private stopped = false;
+  private connecting = false;
   private retry: NodeJS.Timeout | null = null;
   private failures = 0;
+  private stopped = false;
 
   constructor(
     private readonly connectionString: string,
     private readonly applicationName: string,
-    private readonly channel: string,
-    private readonly onNotify: () => void,
     private readonly timeouts: DatabaseTimeouts,
+    private readonly count: (text: string) => void,
   ) {}
 
-  start(): void {
+  async add(channel: string, handler: ChannelHandler): Promise<() => Promise<void>> {
+    let handlers = this.channels.get(channel);
+    const fresh = !handlers;
+    if (!handlers) this.channels.set(channel, (handlers = new Set()));
+    handlers.add(handler);
+    const client = this.client;
+    if (client) {
+      // Already listening on other channels: this one joins the same connection.
+      if (fresh) {
+        await client.query(`listen ${quoteIdentifier(channel)}`).catch(() => {
+          // The connection is going: its 'end' reconnects and listens to every channel then.
+          void client.end().catch(() => undefined);
+        });
+      }
+      if (this.client === client) {
+        handler.onNotify();
+        handler.onState(true);
+      }
+    } else {
+      this.ensureConnecting();
+    }
+    return async () => {
+      handlers.delete(handler);
+      if (handlers.size > 0) return;
+      this.channels.delete(channel);
+      if (this.channels.size === 0) await this.disconnect();
+      else await this.client?.query(`unlisten ${quoteIdentifier(channel)}`).catch(() => undefined);
+    };
+  }
+
+  async query<R>(text: string, params: unknown[] = []): Promise<R[]> {
+    const client = this.client;
+    if (!client) throw new Error('not listening');
+    this.count(text);
+    return (await client.query(text, params)).rows as R[];
+  }
+
+  private ensureConnecting(): void {
+    if (this.stopped || this.client || this.connecting || this.retry || this.channels.size === 0) return;
     void this.connect();
   }
 
   private async connect(): Promise<void> {
-    if (this.stopped) return;
+    this.connecting = true;
     const client = new pg.Client({
       connectionString: this.connectionString,
       application_name: this.applicationName,
@@ -350,44 +433,64 @@ class ResilientListener {
     });
     client.on('error', () => undefined);
     client.on('end', () => {
-      if (this.client === client) this.client = null;
+      if (this.client !== client) return;
+      this.client = null;
+      this.broadcast((handler) => handler.onState(false));
       this.schedule();
     });
     client.on('notification', (message) => {
-      if (message.channel === this.channel) this.onNotify();
+      for (const handler of this.channels.get(message.channel) ?? []) handler.onNotify(message.payload);
     });
     try {
       await client.connect();
-      await client.query(`listen ${quoteIdentifier(this.channel)}`);
-      if (this.stopped) {
+      const channels = [...this.channels.keys()];
+      if (channels.length > 0) await client.query(channels.map((channel) => `listen ${quoteIdentifier(channel)}`).join('; '));
+      this.connecting = false;
+      if (this.stopped || this.channels.size === 0) {
         await client.end().catch(() => undefined);
         return;
       }
+      // A channel added while this connected is listened to now.
+      const added = [...this.channels.keys()].filter((channel) => !channels.includes(channel));
+      if (added.length > 0) await client.query(added.map((channel) => `listen ${quoteIdentifier(channel)}`).join('; '));
       this.client = client;
       this.failures = 0;
-      this.onNotify();
+      this.broadcast((handler) => {
+        handler.onNotify();
+        handler.onState(true);
+      });
     } catch {
+      this.connecting = false;
       await client.end().catch(() => undefined);
       this.schedule();
     }
   }
 
+  private broadcast(call: (handler: ChannelHandler) => void): void {
+    for (const handlers of [...this.channels.values()]) for (const handler of [...handlers]) call(handler);
+  }
+
   private schedule(): void {
-    if (this.stopped || this.retry) return;
+    if (this.stopped || this.retry || this.channels.size === 0) return;
     this.failures++;
     const delay = Math.min(5000, 100 * 2 ** Math.min(this.failures, 6)) * (0.5 + Math.random());
     this.retry = setTimeout(() => {
       this.retry = null;
-      void this.connect();
+      this.ensureConnecting();
     }, delay);
+  }
+
+  private async disconnect(): Promise<void> {
+    if (this.retry) clearTimeout(this.retry);
+    this.retry = null;
+    const client = this.client;
+    this.client = null;
+    await client?.end().catch(() => undefined);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.retry) clearTimeout(this.retry);
-    const client = this.client;
-    this.client = null;
-    await client?.end().catch(() => undefined);
+    await this.disconnect();
   }
 }
 
@@ -404,10 +507,12 @@ export class ControlSession {
     private readonly connectionString: string,
     private readonly applicationName: string,
     private readonly connectMs: number,
+    private readonly count: (text: string) => void = () => undefined,
   ) {}
 
   async query<R>(text: string, params: unknown[] = []): Promise<R[]> {
     if (this.closed) throw new Error('the control session is closed');
+    this.count(text);
     this.client ??= this.connect();
     const pending = this.client;
     try {
@@ -441,6 +546,13 @@ export class ControlSession {
     this.client = null;
     await pending?.then((client) => client.end()).catch(() => undefined);
   }
+}
+
+/** A statement's purpose for `observeStatements`: its `/* engage:<purpose> *\/` tag, if any. */
+export function statementPurpose(text: string): string {
+  const tagged = /\/\* engage:([a-z-]+) \*\//.exec(text.slice(0, 120));
+  if (tagged) return tagged[1]!;
+  return /^\s*(begin|commit|rollback|savepoint|release|start transaction)\b/i.test(text) ? 'transaction' : 'other';
 }
 
 export function quoteIdentifier(name: string): string {

@@ -13,6 +13,7 @@ export interface Metrics {
   registry: Registry;
   httpRequestDuration: Histogram<'method' | 'route' | 'status'>;
   eventsAppended: Counter<'category'>;
+  databaseStatements: Counter<'purpose'>;
   projectionEventsBehind: Gauge<'projection' | 'status'>;
   projectionSecondsBehind: Gauge<'projection' | 'status'>;
   projectionParked: Gauge<'projection' | 'status'>;
@@ -40,6 +41,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       name: 'engage_events_appended_total',
       help: 'Events in successful appends by this process, by stream category (a re-append of known event ids counts again)',
       labelNames: ['category'],
+      registers,
+    }),
+    databaseStatements: new Counter({
+      name: 'engage_database_statements_total',
+      help: 'Statements this process sent to PostgreSQL, by purpose (append, notify, stream-read, log-read, auth, auth-version, transaction, other); a group-committed statement counts once for all its appends',
+      labelNames: ['purpose'],
       registers,
     }),
     projectionEventsBehind: new Gauge({

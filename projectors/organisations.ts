@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { ApiFamily, DomainKind, DomainNameEvent, DomainStatus, OrganisationEvent } from '../domain/organisation.ts';
+import { TENANCY_CHANNEL } from '../infra/tenancy-channel.ts';
 import { columnsOf, type Held, type NullableTimestamp, type Timestamp } from './columns.ts';
 import { defineProjection, type Recorded } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
@@ -122,6 +123,14 @@ export const organisationsProjection = defineProjection<OrganisationTables, Orga
     '0003_rate_limits': {
       async up(db) {
         await db.schema.alterTable('organisations').addColumn('api_token_rate_limit', 'integer').addColumn('user_token_rate_limit', 'integer').execute();
+      },
+    },
+    '0004_tenancy_version': {
+      // Outside the generation's schema on purpose: one counter for whichever generation is live (see
+      // TENANCY_VERSION), so processes that cache tokens hear of every change, rebuilds included.
+      async up(db) {
+        await sql`create table if not exists public.tenancy_version (id boolean primary key default true check (id), version bigint not null)`.execute(db);
+        await sql`insert into public.tenancy_version (id, version) values (true, 0) on conflict (id) do nothing`.execute(db);
       },
     },
   },
@@ -259,8 +268,23 @@ export const organisationsProjection = defineProjection<OrganisationTables, Orga
     await organisations.save(db, (row) => columnsOf(row));
     await domains.save(db, (row) => columnsOf(row));
     await tokens.save(db, (row) => columnsOf(row));
+    if (events.some((event) => !ADDS_ONLY.has(event.type))) await bumpTenancyVersion(db);
   },
 });
+
+/** Facts that only add what no cached token can depend on (a new organisation, a new token). */
+const ADDS_ONLY = new Set<string>(['OrganisationCreated', 'ApiTokenIssued']);
+
+/**
+ * A change that may invalidate a cached token (a revocation, a domain's status or removal, rate limits):
+ * the counter moves in the batch's transaction and its new value is announced on TENANCY_CHANNEL at commit,
+ * in commit order. Token caches (infra/auth.ts) drop what they hold on each announcement, and serve from the
+ * cache only once they have heard of the counter's current value.
+ */
+async function bumpTenancyVersion(db: Parameters<typeof organisationsProjection.apply>[0]): Promise<void> {
+  await sql`with bumped as (update public.tenancy_version set version = version + 1 returning version)
+    select pg_notify(${TENANCY_CHANNEL}, version::text) from bumped`.execute(db);
+}
 
 type Fact = Recorded<OrganisationsEvent>;
 

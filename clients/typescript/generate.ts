@@ -41,7 +41,16 @@ function declarationContext(): ServiceContext {
   };
   return {
     config: loadConfig({ USER_TOKEN_SECRET: 'documents-are-built-without-a-secret-0000' }),
-    database: { kind: 'postgres', db, listen: unavailable, openDedicatedSession: unavailable, control: unavailable, close: async () => undefined } as Database,
+    database: {
+      kind: 'postgres',
+      db,
+      listen: unavailable,
+      queryOnListener: unavailable,
+      observeStatements: () => undefined,
+      openDedicatedSession: unavailable,
+      control: unavailable,
+      close: async () => undefined,
+    } as Database,
     store: new Proxy({}, { get: unavailable }) as EventStore,
     logger: pino({ level: 'silent' }),
     clock: systemClock,

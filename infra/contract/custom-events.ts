@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { EVENT_NAME_MAX_LENGTH, PAYLOAD_KEY_MAX_LENGTH, PAYLOAD_MAX_DEPTH, PAYLOAD_MAX_KEYS, payloadProblems } from '../../domain/custom-event.ts';
 import { LINK_MAX_EXPIRY_SECONDS } from '../../domain/custom-event-link.ts';
+import { errorBodySchema } from '../http/api-description.ts';
 import { hexId, whenValid } from './common.ts';
 
 const eventName = z.string().trim().min(1).max(EVENT_NAME_MAX_LENGTH).describe('name of the custom event (trimmed); actions match it by key');
@@ -33,6 +34,31 @@ export const logCustomEventBody = z
   .strict()
   .meta({ id: 'LogCustomEvent', description: 'Required: eventName, userId, communityId.' });
 
+export type LogCustomEventBody = z.infer<typeof logCustomEventBody>;
+
+/** At most this many events in one `POST /events/custom/batch`. */
+export const CUSTOM_EVENT_BATCH_MAX = 100;
+
+/** One event of a batch: the fields of `POST /events/custom`, with its `nonce` required (a batch is retried whole). */
+export const batchedCustomEventBody = logCustomEventBody
+  .extend({
+    nonce: z
+      .string()
+      .min(1)
+      .max(200)
+      .describe(
+        'required: makes the event idempotent per organisation (shared with `POST /events/custom`); a nonce already used answers with its first result',
+      ),
+  })
+  .strict()
+  .meta({ id: 'BatchedCustomEvent', description: 'Required: eventName, userId, communityId, nonce.' });
+
+export const logCustomEventBatchBody = z
+  .array(batchedCustomEventBody)
+  .min(1)
+  .max(CUSTOM_EVENT_BATCH_MAX)
+  .meta({ id: 'LogCustomEventBatch', description: `1 to ${CUSTOM_EVENT_BATCH_MAX} custom events, each accepted or refused on its own` });
+
 export const customEventSchema = z
   .object({
     id: hexId.describe('the event id'),
@@ -43,6 +69,14 @@ export const customEventSchema = z
     createdAt: z.string().describe('ISO date-time the event was logged'),
   })
   .meta({ id: 'CustomEvent' });
+
+export const customEventBatchResultSchema = z
+  .object({
+    status: z.number().int().describe('what `POST /events/custom` would have answered for this event: 200, or the 4xx of its error'),
+    event: customEventSchema.optional().describe('the logged event (the first one, for a nonce already used), when status is 200'),
+    error: errorBodySchema.optional().describe('why the event was refused, when status is not 200'),
+  })
+  .meta({ id: 'CustomEventBatchResult' });
 
 export const createCustomEventLinkBody = z
   .object({

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Migration } from 'kysely';
 import type { Database } from '../database.ts';
 import { AppendSignal, pollingSubscription } from './polling-subscription.ts';
+import { APPEND_FUNCTION_MIGRATION, GroupCommit, appendUnits } from './postgres-append.ts';
 import {
   EventIdConflictError,
   WrongExpectedRevisionError,
@@ -107,7 +108,17 @@ export const eventStoreMigrations: Record<string, Migration> = {
         end $$`.execute(db);
     },
   },
+  // Appends in one statement, group commit included (postgres-append.ts).
+  '0004_append_function': APPEND_FUNCTION_MIGRATION(APPENDER_LOCK),
 };
+
+export interface PostgresEventStoreOptions {
+  /**
+   * Append statements of this process running at once; appends arriving while they run go together in the
+   * next one (group commit). Default 4.
+   */
+  maxConcurrentAppends?: number;
+}
 
 interface EventRow {
   position: string;
@@ -131,77 +142,40 @@ export class PostgresEventStore implements EventStore {
   private readonly signal = new AppendSignal();
   private unlisten: Promise<() => Promise<void>> | null = null;
   private notifyPending = false;
+  private notifying = false;
+  private readonly commits: GroupCommit;
 
-  constructor(private readonly database: Database) {}
+  constructor(
+    private readonly database: Database,
+    options: PostgresEventStoreOptions = {},
+  ) {
+    this.commits = new GroupCommit((units) => appendUnits(this.db, units, APPENDER_LOCK), options.maxConcurrentAppends ?? 4);
+  }
 
   private get db(): Kysely<any> {
     return this.database.db;
   }
 
   async append(stream: string, events: NewEvent[], options: { expectedRevision?: ExpectedRevision } = {}) {
-    const [append] = withEventIds([{ stream, events, expectedRevision: options.expectedRevision }]);
-    if (events.length > 0) {
-      const fast = await this.appendInOneStatement(append!).catch((error) => {
-        if (isUniqueViolation(error, 'es_events_event_id_key')) return null;
-        throw error;
-      });
-      if (fast) {
-        this.announce();
-        return fast;
-      }
-    }
-    // Anything but the plain case (a re-append of known ids, a failed expectation) takes the careful path,
-    // which tells an idempotent retry from a conflict.
-    const [result] = await this.appendMultiple([append!]);
+    const [result] = await this.appendMultiple([{ stream, events, expectedRevision: options.expectedRevision }]);
     return result!;
   }
 
   /**
-   * The common case in one round trip: claim the revisions, insert the events and notify, in a single
-   * statement (its own transaction). Returns null when the expectation did not hold.
+   * One round trip (`es_append`), shared with the appends of this process that wait for a turn (group commit,
+   * see `GroupCommit`). An append with a stream of no events (a pure expectation check) takes the transaction
+   * path, which answers it with the stream's last position.
    */
-  private async appendInOneStatement(append: StreamAppend): Promise<AppendResult | null> {
-    const count = append.events.length.toString();
-    const expected = append.expectedRevision ?? 'any';
-    // Every claim reads from `announced`, so the lock is taken before the statement's first write (its xid).
-    const claim =
-      expected === 'no_stream'
-        ? sql`insert into es_streams (stream_name, revision) select ${append.stream}, ${count}::bigint - 1 from announced
-              on conflict (stream_name) do nothing returning revision`
-        : expected === 'any'
-          ? sql`insert into es_streams (stream_name, revision) select ${append.stream}, ${count}::bigint - 1 from announced
-                on conflict (stream_name) do update set revision = es_streams.revision + ${count}::bigint returning revision`
-          : sql`update es_streams set revision = revision + ${count}::bigint from announced where stream_name = ${append.stream}
-                ${expected === 'stream_exists' ? sql`` : sql`and revision = ${expected.toString()}::bigint`} returning revision`;
-    const row = (
-      await sql<{ revision: string; transaction_id: string; global_position: string }>`
-      with announced as materialized (select ${announceSql}),
-      claimed as (${claim}),
-      incoming as (
-        select * from unnest(${append.events.map((e) => e.id!)}::uuid[], ${append.events.map((e) => e.type)}::text[],
-          ${append.events.map((e) => JSON.stringify(e.data ?? null))}::jsonb[], ${append.events.map((e) => JSON.stringify(e.metadata ?? {}))}::jsonb[])
-          with ordinality as e(event_id, event_type, data, metadata, ord)
-      ),
-      inserted as (
-        insert into es_events (stream_name, stream_revision, event_id, event_type, data, metadata)
-        select ${append.stream}, claimed.revision - ${count}::bigint + incoming.ord, incoming.event_id, incoming.event_type, incoming.data, incoming.metadata
-        from claimed cross join incoming order by incoming.ord
-        returning transaction_id, global_position
-      ),
-      last as (select transaction_id, global_position from inserted order by global_position desc limit 1)
-      select claimed.revision, last.transaction_id::text as transaction_id, last.global_position
-      from claimed cross join last`.execute(this.db)
-    ).rows[0];
-    if (!row) return null;
-    return {
-      stream: append.stream,
-      nextExpectedRevision: BigInt(row.revision),
-      position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)),
-    };
+  async appendMultiple(appends: StreamAppend[]): Promise<AppendResult[]> {
+    if (appends.length === 0) return [];
+    const prepared = withEventIds(appends);
+    if (prepared.some((append) => append.events.length === 0)) return this.appendInOwnTransaction(prepared);
+    const results = await this.commits.submit(prepared);
+    this.announce();
+    return results;
   }
 
-  async appendMultiple(appends: StreamAppend[]): Promise<AppendResult[]> {
-    const prepared = withEventIds(appends);
+  private async appendInOwnTransaction(prepared: StreamAppend[]): Promise<AppendResult[]> {
     // A concurrent append of the same event ids loses on the unique key; once that one has committed the
     // retry finds them and answers with the original result.
     for (let attempt = 0; ; attempt++) {
@@ -287,7 +261,7 @@ export class PostgresEventStore implements EventStore {
 
   /** The read horizon: positions of transactions below it are final (see APPENDER_LOCK). */
   private async horizon(): Promise<string> {
-    return (await sql<{ horizon: string }>`select es_horizon()::text as horizon`.execute(this.db)).rows[0]!.horizon;
+    return (await sql<{ horizon: string }>`/* engage:log-read */ select es_horizon()::text as horizon`.execute(this.db)).rows[0]!.horizon;
   }
 
   /**
@@ -399,7 +373,7 @@ export class PostgresEventStore implements EventStore {
     const backwards = options.direction === 'backwards';
     const from = options.from === undefined ? sql`` : sql`and stream_revision ${sql.raw(backwards ? '<=' : '>=')} ${options.from.toString()}::bigint`;
     const rows = (
-      await sql<EventRow>`
+      await sql<EventRow>`/* engage:stream-read */
       select ${sql.join(eventColumns)} from es_events
       where stream_name = ${stream} ${from}
       order by stream_revision ${sql.raw(backwards ? 'desc' : 'asc')}
@@ -418,7 +392,7 @@ export class PostgresEventStore implements EventStore {
     // checkpoint can move past them. The order names the table's columns: a bare `transaction_id` would
     // be the text alias of the select list, and '1000' sorts before '999'.
     const rows = (
-      await sql<EventRow>`
+      await sql<EventRow>`/* engage:log-read */
       select ${sql.join(eventColumns)}, ${matchesSql(filter)} as matches
       from es_events
       where transaction_id < ${horizon}::xid8
@@ -462,7 +436,7 @@ export class PostgresEventStore implements EventStore {
   async head(): Promise<{ position: Position; createdAt: Date } | null> {
     const horizon = await this.horizon();
     const row = (
-      await sql<{ transaction_id: string; global_position: string; created_at: Date }>`
+      await sql<{ transaction_id: string; global_position: string; created_at: Date }>`/* engage:log-read */
       select transaction_id::text as transaction_id, global_position, created_at from es_events
       where transaction_id < ${horizon}::xid8
       order by es_events.transaction_id desc, es_events.global_position desc limit 1`.execute(this.db)
@@ -474,7 +448,7 @@ export class PostgresEventStore implements EventStore {
     const from = after ? parsePosition(after) : null;
     const horizon = await this.horizon();
     const row = (
-      await sql<{ count: string }>`
+      await sql<{ count: string }>`/* engage:log-read */
       select count(*) as count from es_events
       where transaction_id < ${horizon}::xid8
         ${from ? sql`and (transaction_id, global_position) > (${from.major.toString()}::xid8, ${from.minor.toString()}::bigint)` : sql``}`.execute(this.db)
@@ -490,18 +464,29 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * Wakes subscribers after a committed append: this process's at once, other processes' through one
-   * NOTIFY per tick however many appends it covers. A NOTIFY inside each append would serialise commits
-   * (PostgreSQL queues notifications under one lock at commit); a wake-up is only a hint anyway.
+   * Wakes subscribers after a committed append: this process's at once, other processes' through a NOTIFY
+   * sent after it, at most one at a time however many appends it covers (appends committed while one is on
+   * its way get the next). A NOTIFY inside each append would serialise commits (PostgreSQL queues
+   * notifications under one lock held through the commit); a wake-up is only a hint anyway.
    */
   private announce(): void {
     this.signal.notify();
-    if (this.notifyPending) return;
     this.notifyPending = true;
-    setImmediate(() => {
+    if (this.notifying) return;
+    this.notifying = true;
+    setImmediate(() => void this.sendNotifies());
+  }
+
+  private async sendNotifies(): Promise<void> {
+    while (this.notifyPending) {
       this.notifyPending = false;
-      sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(this.db).catch(() => undefined);
-    });
+      // A NOTIFY gives its transaction an id and so a commit record: committed without waiting for the WAL
+      // flush (a wake-up is worth no disk wait), it does not double the appends' fsyncs.
+      await sql`/* engage:notify */ select set_config('synchronous_commit', 'off', true), pg_notify(${APPENDED_CHANNEL}, '')`
+        .execute(this.db)
+        .catch(() => undefined);
+    }
+    this.notifying = false;
   }
 
   private ensureListening(): void {

@@ -97,9 +97,17 @@ export const acceptedPathAndQuery: RequestHandler = (req, _res, next) => {
   next(problems.length > 0 ? badRequest(problems) : undefined);
 };
 
-/** Refuses a JSON body holding text the service does not accept, or nested too deeply. */
+/**
+ * A batch (`POST .../batch` with a JSON array body) holds independent items: its route checks each item's
+ * text with `jsonProblems` and refuses that item only, not the batch.
+ */
+export function isItemwiseBatch(req: { method: string; path: string; body?: unknown }): boolean {
+  return req.method === 'POST' && Array.isArray(req.body) && req.path.endsWith('/batch');
+}
+
+/** Refuses a JSON body holding text the service does not accept, or nested too deeply (a batch's items are the route's to check). */
 const acceptedBody: RequestHandler = (req, _res, next) => {
-  const problems = req.body === undefined ? [] : jsonProblems(req.body, 'body');
+  const problems = req.body === undefined || isItemwiseBatch(req) ? [] : jsonProblems(req.body, 'body');
   next(problems.length > 0 ? badRequest(problems) : undefined);
 };
 

@@ -54,6 +54,13 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   res.status(answer.status).set(answer.headers).json(body);
 };
 
+/** The contract's answer to a known error (what the error handler sends for it), or null for an unexpected one. */
+export function knownErrorAnswer(error: unknown): { status: number; body: ErrorBody } | null {
+  const known = toHttpError(error);
+  if (!known) return null;
+  return { status: known.status, body: { message: known.message, code: known.code, ...(known.issues ? { issues: known.issues } : {}) } };
+}
+
 function toHttpError(error: unknown): HttpError | null {
   if (error instanceof HttpError) return error;
   if (error instanceof ZodError) return badRequest(zodIssues(error));

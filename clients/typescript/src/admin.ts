@@ -165,7 +165,31 @@ export interface paths {
      *
      *     The response carries `x-event-position`; send it as `x-min-position` to read your write.
      */
-    post: operations['postEventsCustom'];
+    post: operations['logCustomEvent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/events/custom/batch': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Log up to 100 custom events at once
+     * @description The body is an array of 1 to 100 events, each with the fields of `POST /events/custom` and a `nonce` of its own (required). The answer is 200 with one result per event, in order: `{status: 200, event}` for a logged one, `{status, error}` (the contract's error body) for a refused one, exactly what `POST /events/custom` would have answered for it. Valid events are logged even when others are refused; a body that is not such an array is a 400.
+     *
+     *     Each event is idempotent on its nonce, per organisation and shared with `POST /events/custom`: a nonce already used answers with its first result and logs nothing, so a batch sent again (after a timeout, a 5xx) answers the same results and appends nothing new. A nonce repeated within one batch answers what its first event did.
+     *
+     *     The accepted events are appended together, in one atomic append in the common case; bad text (a NUL, an unpaired surrogate) in one event refuses that event only. A batch counts as one request against the rate limit. The response carries `x-event-position` (the last position written); send it as `x-min-position` to read your writes. Each logged event is delivered to webhooks as `custom_event.logged`, like a single one.
+     */
+    post: operations['logCustomEventBatch'];
     delete?: never;
     options?: never;
     head?: never;
@@ -843,6 +867,29 @@ export interface components {
     AssignLeaderboardRewards: {
       rewards: components['schemas']['LeaderboardRankDistributionInput'][];
     };
+    /** @description Required: eventName, userId, communityId, nonce. */
+    BatchedCustomEvent: {
+      /**
+       * @description true: a user unknown by both ids is created with externalUserId = userId, atomically with the event
+       * @default false
+       */
+      autoCreateUser?: boolean;
+      /** @description a community of the organisation (else 400) */
+      communityId: string;
+      /** @description name of the custom event (trimmed); actions match it by key */
+      eventName: string;
+      /** @description required: makes the event idempotent per organisation (shared with `POST /events/custom`); a nonce already used answers with its first result */
+      nonce: string;
+      /**
+       * @description any JSON key/value pairs stored with the event: at most 100 keys (and items) per object (array), keys of 1 to 100 characters, nested at most 5 levels deep
+       * @default {}
+       */
+      payload?: {
+        [key: string]: unknown;
+      };
+      /** @description the platform user id (24 hex) or the external user id; a platform id is tried first */
+      userId: string;
+    };
     Challenge: {
       actions: components['schemas']['Action'][];
       availableAsTemplateForOrganisations: string[];
@@ -1263,6 +1310,14 @@ export interface components {
       /** @description the platform user id */
       userId: string;
     };
+    CustomEventBatchResult: {
+      /** @description why the event was refused, when status is not 200 */
+      error?: components['schemas']['Error'];
+      /** @description the logged event (the first one, for a nonce already used), when status is 200 */
+      event?: components['schemas']['CustomEvent'];
+      /** @description what `POST /events/custom` would have answered for this event: 200, or the 4xx of its error */
+      status: number;
+    };
     CustomEventLink: {
       /** @description `https://<domain>/l/<token>`: the request’s domain, and a token of the link id and an HMAC-SHA256 signature */
       url: string;
@@ -1524,6 +1579,8 @@ export interface components {
       /** @description the platform user id (24 hex) or the external user id; a platform id is tried first */
       userId: string;
     };
+    /** @description 1 to 100 custom events, each accepted or refused on its own */
+    LogCustomEventBatch: components['schemas']['BatchedCustomEvent'][];
     /** @description The limits in force: the organisation’s own where it set them, else the platform defaults */
     OrganisationRateLimits: {
       /** @description requests per window each API token of the organisation may make */
@@ -3218,7 +3275,7 @@ export interface operations {
       };
     };
   };
-  postEventsCustom: {
+  logCustomEvent: {
     parameters: {
       query?: never;
       header?: {
@@ -3230,6 +3287,18 @@ export interface operations {
     };
     requestBody: {
       content: {
+        /**
+         * @example {
+         *       "eventName": "purchase",
+         *       "userId": "customer-1",
+         *       "communityId": "6b039d2d3be9a23a28e68a12",
+         *       "payload": {
+         *         "amount": 12.5,
+         *         "sku": "A-1"
+         *       },
+         *       "nonce": "order-1001"
+         *     }
+         */
         'application/json': components['schemas']['LogCustomEvent'];
       };
     };
@@ -3281,6 +3350,113 @@ export interface operations {
       };
       /** @description Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`) */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Body too large (`PAYLOAD_TOO_LARGE`) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Rate limit spent for this API token, user or address (`TOO_MANY_REQUESTS`, with `Retry-After` and `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, `RateLimit-Policy`, which every answer carries) */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Internal server error (`INTERNAL_SERVER_ERROR`) */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  logCustomEventBatch: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example [
+         *       {
+         *         "eventName": "purchase",
+         *         "userId": "customer-1",
+         *         "communityId": "6b039d2d3be9a23a28e68a12",
+         *         "payload": {
+         *           "amount": 12.5
+         *         },
+         *         "nonce": "order-1001"
+         *       },
+         *       {
+         *         "eventName": "signed-up",
+         *         "userId": "customer-2",
+         *         "communityId": "6b039d2d3be9a23a28e68a12",
+         *         "autoCreateUser": true,
+         *         "nonce": "signup-customer-2"
+         *       }
+         *     ]
+         */
+        'application/json': components['schemas']['LogCustomEventBatch'];
+      };
+    };
+    responses: {
+      /** @description One result per event, in order */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['CustomEventBatchResult'][];
+        };
+      };
+      /** @description Invalid input data (`BAD_REQUEST`, with `issues`) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description Missing, unknown, revoked or wrong-domain token (`UNAUTHORIZED`) */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description The token lacks this API family (`FORBIDDEN`) */
+      403: {
         headers: {
           [name: string]: unknown;
         };

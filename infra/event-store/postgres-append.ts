@@ -1,0 +1,409 @@
+import { sql, type Kysely, type Migration } from 'kysely';
+import { EventIdConflictError, WrongExpectedRevisionError, formatPosition, type AppendResult, type ExpectedRevision, type StreamAppend } from './port.ts';
+
+/**
+ * Appends in one round trip, and concurrent appends of one process in one statement (group commit).
+ *
+ * `es_append` takes a batch of units (a unit is one caller's append or multi-stream append: all or nothing)
+ * as parallel arrays and does, in one statement and so one transaction:
+ *   1. announce the appender (the shared advisory lock that holds the read horizon, before any write);
+ *   2. lock the batch's existing stream rows in name order (two batches never wait on each other in a cycle);
+ *   3. find the units whose event ids are already in the log (idempotent replays, or id conflicts);
+ *   4. per unit, in order, claim each stream's revisions with the same conditional update or insert as a
+ *      single append has always used; when one of a unit's expectations fails, its earlier claims are undone
+ *      (the rows stay locked by this transaction, so the undo is exact) and the unit alone is refused;
+ *   5. insert the events of every unit that holds, in one statement.
+ * It answers one row per stream append: `ok`, `known` (an idempotent replay: the first append's result),
+ * `wrong` (with the actual revision, null for no stream), `ids` (some ids used by another append) or
+ * `skipped` (another stream of the same unit failed).
+ */
+export const APPEND_FUNCTION_MIGRATION = (lock: readonly [number, number]): Migration => ({
+  async up(db) {
+    await sql`
+      create or replace function es_append(
+        p_unit int[], p_stream text[], p_kind text[], p_expected bigint[], p_count int[],
+        p_event_sa int[], p_event_id uuid[], p_event_type text[], p_data jsonb[], p_metadata jsonb[], p_event_offset int[]
+      ) returns table (o_sa int, o_status text, o_revision bigint, o_transaction_id xid8, o_global_position bigint, o_conflicting text)
+      language plpgsql volatile as $fn$
+      declare
+        n int := coalesce(array_length(p_stream, 1), 0);
+        st text[] := array_fill(null::text, array[n]);
+        rev bigint[] := array_fill(null::bigint, array[n]);
+        k_tx xid8[] := array_fill(null::xid8, array[n]);
+        k_pos bigint[] := array_fill(null::bigint, array[n]);
+        conf text[] := array_fill(null::text, array[n]);
+        known int[];
+        i int := 1;
+        j int;
+        u int;
+        unit_end int;
+        failed int;
+        r bigint;
+        tx xid8;
+        pos bigint;
+        found_count int;
+        found_ids text;
+      begin
+        perform pg_advisory_xact_lock_shared(${sql.raw(String(lock[0]))}, ${sql.raw(String(lock[1]))});
+        if n > 1 then
+          perform 1 from es_streams s where s.stream_name = any(p_stream) order by s.stream_name for no key update;
+        end if;
+        select coalesce(array_agg(distinct p_unit[x.sa]), '{}') into known
+        from unnest(p_event_id, p_event_sa) as x(id, sa)
+        where exists (select 1 from es_events e where e.event_id = x.id);
+        while i <= n loop
+          u := p_unit[i];
+          unit_end := i;
+          while unit_end < n and p_unit[unit_end + 1] = u loop
+            unit_end := unit_end + 1;
+          end loop;
+          failed := 0;
+          if u = any(known) then
+            -- A replay answers the first append's result when every id is there, in the same stream.
+            for j in i..unit_end loop
+              select count(*) filter (where e.stream_name = p_stream[j]), string_agg(e.event_id::text, ',')
+                into found_count, found_ids
+              from unnest(p_event_id, p_event_sa) as x(id, sa) left join es_events e on e.event_id = x.id
+              where x.sa = j;
+              if found_count <> p_count[j] then
+                failed := j;
+                conf[j] := coalesce(found_ids, '');
+                exit;
+              end if;
+              select e.stream_revision, e.transaction_id, e.global_position into r, tx, pos
+              from es_events e
+              where e.event_id = p_event_id[(select max(x.ord) from unnest(p_event_sa) with ordinality as x(sa, ord) where x.sa = j)];
+              rev[j] := r;
+              k_tx[j] := tx;
+              k_pos[j] := pos;
+              st[j] := 'known';
+            end loop;
+            if failed > 0 then
+              for j in i..unit_end loop
+                st[j] := case when j = failed then 'ids' else 'skipped' end;
+              end loop;
+            end if;
+          else
+            for j in i..unit_end loop
+              r := null;
+              if p_kind[j] = 'no_stream' then
+                insert into es_streams as s (stream_name, revision) values (p_stream[j], p_count[j] - 1)
+                on conflict (stream_name) do nothing returning s.revision into r;
+              elsif p_kind[j] = 'any' then
+                insert into es_streams as s (stream_name, revision) values (p_stream[j], p_count[j] - 1)
+                on conflict (stream_name) do update set revision = s.revision + p_count[j] returning s.revision into r;
+              elsif p_kind[j] = 'stream_exists' then
+                update es_streams s set revision = s.revision + p_count[j] where s.stream_name = p_stream[j] returning s.revision into r;
+              else
+                update es_streams s set revision = s.revision + p_count[j]
+                where s.stream_name = p_stream[j] and s.revision = p_expected[j] returning s.revision into r;
+              end if;
+              if r is null then
+                failed := j;
+                exit;
+              end if;
+              rev[j] := r;
+              st[j] := 'ok';
+            end loop;
+            if failed > 0 then
+              -- Undo this unit's earlier claims, latest first; a stream this unit created goes again.
+              for j in reverse failed - 1..i loop
+                update es_streams s set revision = s.revision - p_count[j] where s.stream_name = p_stream[j] returning s.revision into r;
+                if r < 0 then
+                  delete from es_streams s where s.stream_name = p_stream[j];
+                end if;
+              end loop;
+              select s.revision into r from es_streams s where s.stream_name = p_stream[failed];
+              for j in i..unit_end loop
+                st[j] := case when j = failed then 'wrong' else 'skipped' end;
+                rev[j] := case when j = failed then r end;
+              end loop;
+            end if;
+          end if;
+          i := unit_end + 1;
+        end loop;
+        return query
+        with inserted as (
+          insert into es_events (stream_name, stream_revision, event_id, event_type, data, metadata)
+          select p_stream[e.sa], rev[e.sa] - p_count[e.sa] + 1 + e.off, e.id, e.type, e.data, e.meta
+          from unnest(p_event_sa, p_event_id, p_event_type, p_data, p_metadata, p_event_offset) with ordinality as e(sa, id, type, data, meta, off, ord)
+          where st[e.sa] = 'ok'
+          order by e.ord
+          returning es_events.event_id, es_events.global_position
+        ),
+        last_positions as (
+          select x.sa, max(inserted.global_position) as global_position
+          from inserted join unnest(p_event_id, p_event_sa) as x(id, sa) on x.id = inserted.event_id
+          group by x.sa
+        )
+        select s.i, st[s.i], rev[s.i],
+          case when st[s.i] = 'ok' then pg_current_xact_id() else k_tx[s.i] end,
+          case when st[s.i] = 'ok' then last_positions.global_position else k_pos[s.i] end,
+          conf[s.i]
+        from generate_series(1, n) as s(i) left join last_positions on last_positions.sa = s.i
+        order by s.i;
+      end $fn$`.execute(db);
+  },
+});
+
+interface AppendRow {
+  o_sa: number;
+  o_status: 'ok' | 'known' | 'wrong' | 'ids' | 'skipped';
+  o_revision: string | null;
+  o_transaction_id: string | null;
+  o_global_position: string | null;
+  o_conflicting: string | null;
+}
+
+/** A unit's answer: its results, or the error its caller gets. */
+export type UnitOutcome = { results: AppendResult[] } | { error: Error };
+
+/**
+ * Runs `es_append` for the units (each with event ids and at least one event per stream) in one statement and
+ * tells each unit's outcome. A failure of the statement itself (a deadlock, a concurrent append of the same
+ * ids) throws: the caller decides whether to retry the units one by one.
+ */
+export async function appendUnits(db: Kysely<any>, units: StreamAppend[][], lock: readonly [number, number]): Promise<UnitOutcome[]> {
+  if (units.length === 1 && units[0]!.length === 1) {
+    // Alone: the plain statement, cheaper than the function; a failed expectation or a known id is answered by
+    // the function, which tells a replay from a conflict and reads the actual revision.
+    const result = await appendOne(db, units[0]![0]!, lock).catch((error: unknown) => {
+      if (isEventIdViolation(error)) return null;
+      throw error;
+    });
+    if (result) return [{ results: [result] }];
+  }
+  const unit: number[] = [];
+  const stream: string[] = [];
+  const kind: string[] = [];
+  const expected: (string | null)[] = [];
+  const count: number[] = [];
+  const eventSa: number[] = [];
+  const eventId: string[] = [];
+  const eventType: string[] = [];
+  const data: string[] = [];
+  const metadata: string[] = [];
+  const offset: number[] = [];
+  for (const [u, appends] of units.entries()) {
+    for (const append of appends) {
+      unit.push(u);
+      stream.push(append.stream);
+      const revision = append.expectedRevision ?? 'any';
+      kind.push(typeof revision === 'bigint' ? 'revision' : revision);
+      expected.push(typeof revision === 'bigint' ? revision.toString() : null);
+      count.push(append.events.length);
+      for (const [k, event] of append.events.entries()) {
+        eventSa.push(stream.length);
+        eventId.push(event.id!);
+        eventType.push(event.type);
+        data.push(JSON.stringify(event.data ?? null));
+        metadata.push(JSON.stringify(event.metadata ?? {}));
+        offset.push(k);
+      }
+    }
+  }
+  const rows = (
+    await sql<AppendRow>`/* engage:append */ select * from es_append(${unit}::int[], ${stream}::text[], ${kind}::text[], ${expected}::bigint[], ${count}::int[],
+      ${eventSa}::int[], ${eventId}::uuid[], ${eventType}::text[], ${data}::jsonb[], ${metadata}::jsonb[], ${offset}::int[])`.execute(db)
+  ).rows;
+  const outcomes: UnitOutcome[] = [];
+  let row = 0;
+  for (const appends of units) {
+    const answers = rows.slice(row, row + appends.length);
+    row += appends.length;
+    outcomes.push(outcomeOf(appends, answers));
+  }
+  return outcomes;
+}
+
+/**
+ * One stream's append in one plain statement (its own transaction): announce, claim the revisions, insert the
+ * events. Null when the expectation did not hold.
+ */
+async function appendOne(db: Kysely<any>, append: StreamAppend, lock: readonly [number, number]): Promise<AppendResult | null> {
+  const count = append.events.length.toString();
+  const expected = append.expectedRevision ?? 'any';
+  // Every claim reads from `announced`, so the lock is taken before the statement's first write (its xid).
+  const claim =
+    expected === 'no_stream'
+      ? sql`insert into es_streams (stream_name, revision) select ${append.stream}, ${count}::bigint - 1 from announced
+            on conflict (stream_name) do nothing returning revision`
+      : expected === 'any'
+        ? sql`insert into es_streams (stream_name, revision) select ${append.stream}, ${count}::bigint - 1 from announced
+              on conflict (stream_name) do update set revision = es_streams.revision + ${count}::bigint returning revision`
+        : sql`update es_streams set revision = revision + ${count}::bigint from announced where stream_name = ${append.stream}
+              ${expected === 'stream_exists' ? sql`` : sql`and revision = ${expected.toString()}::bigint`} returning revision`;
+  const row = (
+    await sql<{ revision: string; transaction_id: string; global_position: string }>`/* engage:append */
+    with announced as materialized (select pg_advisory_xact_lock_shared(${sql.raw(String(lock[0]))}, ${sql.raw(String(lock[1]))})),
+    claimed as (${claim}),
+    incoming as (
+      select * from unnest(${append.events.map((e) => e.id!)}::uuid[], ${append.events.map((e) => e.type)}::text[],
+        ${append.events.map((e) => JSON.stringify(e.data ?? null))}::jsonb[], ${append.events.map((e) => JSON.stringify(e.metadata ?? {}))}::jsonb[])
+        with ordinality as e(event_id, event_type, data, metadata, ord)
+    ),
+    inserted as (
+      insert into es_events (stream_name, stream_revision, event_id, event_type, data, metadata)
+      select ${append.stream}, claimed.revision - ${count}::bigint + incoming.ord, incoming.event_id, incoming.event_type, incoming.data, incoming.metadata
+      from claimed cross join incoming order by incoming.ord
+      returning transaction_id, global_position
+    ),
+    last as (select transaction_id, global_position from inserted order by global_position desc limit 1)
+    select claimed.revision, last.transaction_id::text as transaction_id, last.global_position
+    from claimed cross join last`.execute(db)
+  ).rows[0];
+  if (!row) return null;
+  return {
+    stream: append.stream,
+    nextExpectedRevision: BigInt(row.revision),
+    position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)),
+  };
+}
+
+function outcomeOf(appends: StreamAppend[], answers: AppendRow[]): UnitOutcome {
+  for (const [index, answer] of answers.entries()) {
+    const append = appends[index]!;
+    if (answer.o_status === 'wrong') {
+      const actual = answer.o_revision === null ? 'no_stream' : BigInt(answer.o_revision);
+      return { error: new WrongExpectedRevisionError(append.stream, append.expectedRevision ?? ('any' as ExpectedRevision), actual) };
+    }
+    if (answer.o_status === 'ids') return { error: new EventIdConflictError(append.stream, answer.o_conflicting ? answer.o_conflicting.split(',') : []) };
+  }
+  return {
+    results: answers.map((answer, index) => ({
+      stream: appends[index]!.stream,
+      nextExpectedRevision: BigInt(answer.o_revision!),
+      position: formatPosition(BigInt(answer.o_transaction_id!), BigInt(answer.o_global_position!)),
+    })),
+  };
+}
+
+/** Units per statement, and events: a batch stays one short statement. */
+const MAX_UNITS = 64;
+const MAX_EVENTS = 2000;
+
+interface Waiting {
+  appends: StreamAppend[];
+  ids: string[];
+  resolve(results: AppendResult[]): void;
+  reject(error: Error): void;
+}
+
+/**
+ * Group commit: at most `maxInFlight` append statements of this process run at a time; appends that arrive
+ * while they all run wait and then go together, in one statement, each still answered on its own (its
+ * results, or its own conflict: one refused unit does not fail the others). An append that finds a free
+ * turn goes at once, so an append alone waits for nothing. Units that share an event id never go in one
+ * statement (the second is a replay of the first, answered once the first has committed).
+ *
+ * A statement that fails as a whole for a reason of one unit's making (invalid data, a deadlock, a
+ * concurrent append of the same ids) is retried unit by unit, so only that unit's caller sees the error. A
+ * failure of the connection or a time-out reaches every caller of the batch: whether it committed is unknown,
+ * as for any append, and a retry with the same event ids is idempotent.
+ */
+export class GroupCommit {
+  private queue: Waiting[] = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly run: (units: StreamAppend[][]) => Promise<UnitOutcome[]>,
+    private readonly maxInFlight: number,
+  ) {}
+
+  submit(appends: StreamAppend[]): Promise<AppendResult[]> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ appends, ids: appends.flatMap((append) => append.events.map((event) => event.id!)), resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+      const batch = this.take();
+      this.inFlight++;
+      void this.execute(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  /** The next batch, in arrival order; a unit reusing an id of the batch (or past a limit) waits for the next. */
+  private take(): Waiting[] {
+    const batch: Waiting[] = [];
+    const rest: Waiting[] = [];
+    const ids = new Set<string>();
+    let events = 0;
+    for (const waiting of this.queue) {
+      const full = batch.length >= MAX_UNITS || (batch.length > 0 && events + waiting.ids.length > MAX_EVENTS);
+      if (full || waiting.ids.some((id) => ids.has(id))) {
+        rest.push(waiting);
+        continue;
+      }
+      batch.push(waiting);
+      for (const id of waiting.ids) ids.add(id);
+      events += waiting.ids.length;
+    }
+    this.queue = rest;
+    return batch;
+  }
+
+  private async execute(batch: Waiting[]): Promise<void> {
+    if (batch.length === 1) return this.alone(batch[0]!);
+    let outcomes: UnitOutcome[];
+    try {
+      outcomes = await this.run(batch.map((waiting) => waiting.appends));
+    } catch (error) {
+      if (!isOneUnitsMaking(error)) {
+        for (const waiting of batch) waiting.reject(error as Error);
+        return;
+      }
+      await Promise.all(batch.map((waiting) => this.alone(waiting)));
+      return;
+    }
+    for (const [index, waiting] of batch.entries()) settle(waiting, outcomes[index]!);
+  }
+
+  /** One unit in its own statement; a deadlock or a concurrent append of the same ids is tried again. */
+  private async alone(waiting: Waiting): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const [outcome] = await this.run([waiting.appends]);
+        return settle(waiting, outcome!);
+      } catch (error) {
+        if (attempt < 3 && isRetryable(error)) continue;
+        return waiting.reject(error as Error);
+      }
+    }
+  }
+}
+
+function settle(waiting: Waiting, outcome: UnitOutcome): void {
+  if ('error' in outcome) waiting.reject(outcome.error);
+  else waiting.resolve(outcome.results);
+}
+
+function sqlState(error: unknown): string | null {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : null;
+}
+
+/**
+ * PostgreSQL refused the statement for what it holds (data, constraints, locks), not because the session or
+ * the server failed (connection 08, resources 53, cancelled or shut down 57): another batch would do better.
+ */
+function isOneUnitsMaking(error: unknown): boolean {
+  const state = sqlState(error);
+  return state !== null && !/^(08|53|57)/.test(state);
+}
+
+/** A deadlock, a serialisation failure or a concurrent append of the same event ids (found as a replay next time). */
+function isRetryable(error: unknown): boolean {
+  const state = sqlState(error);
+  return state === '40P01' || state === '40001' || isEventIdViolation(error);
+}
+
+function isEventIdViolation(error: unknown): boolean {
+  const candidate = error as { constraint?: string; message?: string };
+  return sqlState(error) === '23505' && (candidate.constraint === 'es_events_event_id_key' || !!candidate.message?.includes('es_events_event_id_key'));
+}

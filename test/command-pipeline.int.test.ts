@@ -1,0 +1,160 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aggregateStream, handleCommand, type CommandPart } from '../command-api/command-handling.ts';
+import type { Caller } from '../command-api/context.ts';
+import { appendDecided } from '../command-api/jobs.ts';
+import { logCustomEvent, logCustomEventBatch } from '../command-api/log-custom-event.ts';
+import { communityChecks } from '../command-api/reference-checks.ts';
+import { StreamStates, streamStatesOf } from '../command-api/stream-states.ts';
+import { communityDecider } from '../domain/community.ts';
+import { userDecider } from '../domain/user.ts';
+import { newId } from '../infra/ids.ts';
+import { logCustomEventBody } from '../infra/contract/custom-events.ts';
+import { startTestService, type TestService, type Tenant } from './support/service.ts';
+
+/** The SQL statements sent by the work run inside `counted` (other work of the process is not counted). */
+const counting = new AsyncLocalStorage<string[]>();
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text;
+  counting.getStore()?.push(String(text).replace(/\s+/g, ' ').trim());
+  return (query as (...a: unknown[]) => unknown).apply(this, args);
+} as typeof pg.Client.prototype.query;
+
+async function counted<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
+  const statements: string[] = [];
+  const result = await counting.run(statements, work);
+  return { result, statements };
+}
+
+const streamReads = (statements: string[]) => statements.filter((text) => /from es_events where stream_name/.test(text));
+
+describe('the command pipeline on PostgreSQL: cached stream states, one path for routes and jobs', () => {
+  let t: TestService;
+  let acme: Tenant;
+  let community: string;
+  let alice: string;
+  let caller: Caller;
+  const as = (tenant: Tenant) => ({ host: tenant.domain, headers: { 'x-api-token': tenant.token } });
+  const body = (extra: Record<string, unknown> = {}) => logCustomEventBody.parse({ eventName: 'purchase', userId: alice, communityId: community, ...extra });
+  const callerNow = (): Caller => ({ ...caller, metadata: { ...caller.metadata, occurredAt: new Date().toISOString() } });
+
+  beforeAll(async () => {
+    t = await startTestService();
+    acme = await t.createOrganisation('acme');
+    community = (await t.request('POST', '/api/v2/admin/communities', { ...as(acme), body: { name: 'Runners' } })).body.id;
+    alice = (await t.request('POST', '/api/v2/admin/users', { ...as(acme), body: { externalUserId: 'crm-alice' } })).body.id;
+    caller = { organisationId: acme.organisationId, tokenId: 'test-token', metadata: { organisationId: acme.organisationId, actor: 'test-token' } };
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('logs a custom event for a known user without reading a stream once its streams are cached', async () => {
+    await logCustomEvent(t.service, callerNow(), body());
+    const byPlatformId = await counted(() => logCustomEvent(t.service, callerNow(), body()));
+    expect(byPlatformId.result.response.status).toBe(200);
+    expect(streamReads(byPlatformId.statements)).toEqual([]);
+    const byExternalId = await counted(() => logCustomEvent(t.service, callerNow(), body({ userId: 'crm-alice', nonce: newId() })));
+    expect(byExternalId.result.response.status).toBe(200);
+    expect(streamReads(byExternalId.statements)).toEqual([]);
+    // A custom event's own stream is written once and not kept: the cache does not grow with every event.
+    const states = streamStatesOf(t.service.store);
+    expect(states.has(`customevent-${(byPlatformId.result.response.body as { id: string }).id}`)).toBe(false);
+    expect(states.has(`user-${alice}`) && states.has(`community-${community}`)).toBe(true);
+    console.info(
+      `statements per custom event, known user, cached: by platform id ${byPlatformId.statements.length}, by external id with a nonce ${byExternalId.statements.length}\n` +
+        [...byPlatformId.statements, '--', ...byExternalId.statements].join('\n'),
+    );
+  });
+
+  it('a batch of 100 known-user events reads no stream and appends in one transaction', async () => {
+    const items = Array.from({ length: 100 }, (_, i) => ({ body: body({ nonce: `pipeline-${i}`, payload: { i } }) }));
+    const { result, statements } = await counted(() => logCustomEventBatch(t.service, callerNow(), items));
+    expect(result.results.every((item) => item.status === 200)).toBe(true);
+    expect(streamReads(statements)).toEqual([]);
+    console.info(`statements for a batch of 100 custom events, known user, cached: ${statements.length}`);
+    const replay = await counted(() => logCustomEventBatch(t.service, callerNow(), items));
+    expect(replay.result.results).toEqual(result.results);
+  });
+
+  it('a change made elsewhere after a state was cached is a conflict, decided again on caught-up state', async () => {
+    const states = streamStatesOf(t.service.store);
+    const userStream = `user-${alice}`;
+    const before = await aggregateStream(t.service.store, userStream, userDecider);
+    expect(before.exists && before.displayName).toBe(null);
+    // Another process updates the user: this process's cache does not know.
+    await t.service.store.append(userStream, [
+      {
+        type: 'UserUpdated',
+        data: { userId: alice, organisationId: acme.organisationId, changes: { displayName: 'Elsewhere' }, updatedAt: new Date().toISOString() },
+      },
+    ]);
+    const update = (displayName: string): CommandPart => ({
+      stream: userStream,
+      decider: userDecider,
+      command: { type: 'UpdateUser', data: { userId: alice, organisationId: acme.organisationId, changes: { displayName }, now: new Date().toISOString() } },
+    });
+    const handled = await handleCommand(t.service.store, [update('Here')], { organisationId: acme.organisationId });
+    expect(handled.results[0]!.nextExpectedRevision).toBe(2n);
+    const stored = await t.service.store.readStream(userStream);
+    expect(stored.map((event) => event.type)).toEqual(['UserCreated', 'UserUpdated', 'UserUpdated']);
+    // The cache holds what the append left; a read of the stream agrees.
+    const after = await aggregateStream(t.service.store, userStream, userDecider);
+    expect(after.exists && after.displayName).toBe('Here');
+    expect(states.size).toBeGreaterThan(0);
+  });
+
+  it('a refusal on a cached state is checked on the current one: a community created since passes', async () => {
+    const communityId = newId();
+    const check = communityChecks(acme.organisationId, [communityId]);
+    await expect(handleCommand(t.service.store, check, {})).rejects.toThrow(/does not exist/);
+    await t.service.store.append(`community-${communityId}`, [
+      {
+        type: 'CommunityCreated',
+        data: {
+          communityId,
+          organisationId: acme.organisationId,
+          name: 'Late',
+          description: null,
+          details: {},
+          createdAt: new Date().toISOString(),
+          createdBy: 'test',
+        },
+      },
+    ]);
+    await expect(handleCommand(t.service.store, check, {})).resolves.toMatchObject({ position: null });
+    // Another organisation's community is refused however it is cached.
+    await expect(handleCommand(t.service.store, communityChecks(newId(), [communityId]), {})).rejects.toThrow(/does not exist/);
+    expect((await aggregateStream(t.service.store, `community-${communityId}`, communityDecider)).exists).toBe(true);
+  });
+
+  it('a job’s command goes through the same path: run again, it appends nothing new', async () => {
+    const stream = `user-${alice}`;
+    const command = {
+      type: 'UpdateUser',
+      data: { userId: alice, organisationId: acme.organisationId, changes: { bio: 'from a job' }, now: new Date().toISOString() },
+    } as const;
+    const before = (await t.service.store.readStream(stream)).length;
+    await appendDecided(t.service, stream, userDecider, command, 'job-1', { organisationId: acme.organisationId });
+    await appendDecided(t.service, stream, userDecider, command, 'job-1', { organisationId: acme.organisationId });
+    const events = await t.service.store.readStream(stream);
+    expect(events).toHaveLength(before + 1);
+    expect(events.at(-1)!.metadata).toMatchObject({ actor: 'job:job-1', causationId: 'job-1' });
+  });
+
+  it('keeps at most its capacity of streams, dropping the least recently used', async () => {
+    const states = new StreamStates(2);
+    const counter = { initialState: 0, evolve: (state: number) => state + 1 };
+    const { evolve } = counter;
+    states.remember('a', evolve, 1, 0n);
+    states.remember('b', evolve, 2, 0n);
+    await states.load(t.service.store, 'a', counter); // 'a' used: 'b' is now the oldest
+    states.remember('c', evolve, 3, 0n);
+    expect(states.size).toBe(2);
+    expect((await states.load(t.service.store, 'a', counter)).state).toBe(1);
+    // 'b' was dropped: loading it reads the (empty) stream.
+    expect(await states.load(t.service.store, 'b', counter)).toEqual({ state: 0, revision: 'no_stream', current: true });
+  });
+});

@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPostgres, type Database } from '../infra/database.ts';
+import { EventIdConflictError, WrongExpectedRevisionError, type ExpectedRevision, type NewEvent } from '../infra/event-store/port.ts';
+import { PostgresEventStore } from '../infra/event-store/postgres.ts';
+import { migrate } from '../service.ts';
+import { freshDatabase } from './support/databases.ts';
+
+const test = await freshDatabase();
+
+/**
+ * The PostgreSQL append in one statement (`es_append`) and its group commit: appends that arrive together
+ * share a statement, and each still gets its own answer.
+ */
+describe('PostgreSQL append: one statement, group commit', () => {
+  // One append statement at a time: everything fired in one tick after the first goes in one batch.
+  let batched: PostgresEventStore;
+  let other: Database;
+  let otherStore: PostgresEventStore;
+
+  beforeAll(async () => {
+    await migrate(test.database.db);
+    batched = new PostgresEventStore(test.database, { maxConcurrentAppends: 1 });
+    other = await openPostgres(test.url, { max: 4 });
+    otherStore = new PostgresEventStore(other, { maxConcurrentAppends: 2 });
+  });
+  afterAll(async () => {
+    await batched.close();
+    await otherStore.close();
+    await other.close();
+    await test.drop();
+  });
+
+  const category = () => `a${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const events = (count: number, type = 'Happened'): NewEvent[] =>
+    Array.from({ length: count }, (_, i) => ({ type, data: { n: i }, metadata: { organisationId: 'org' } }));
+
+  it('answers each append of a batch on its own: results, conflicts and an all-or-nothing multi-stream refusal', async () => {
+    const cat = category();
+    await batched.append(`${cat}-existing`, events(2));
+    const outcomes = await Promise.allSettled([
+      batched.append(`${cat}-warm`, events(1)), // goes alone; the rest wait for it and go together
+      batched.append(`${cat}-new`, events(3), { expectedRevision: 'no_stream' }),
+      batched.append(`${cat}-existing`, events(1), { expectedRevision: 0n }), // stale: refused
+      batched.append(`${cat}-existing`, events(1), { expectedRevision: 1n }),
+      batched.append(`${cat}-existing`, events(1), { expectedRevision: 2n }), // sees the previous one of the batch
+      batched.appendMultiple([
+        { stream: `${cat}-created-then-undone`, events: events(1), expectedRevision: 'no_stream' },
+        { stream: `${cat}-existing`, events: events(1), expectedRevision: 'any' },
+        { stream: `${cat}-missing`, events: events(1), expectedRevision: 'stream_exists' }, // refused: all of it
+      ]),
+      batched.appendMultiple([
+        { stream: `${cat}-m1`, events: events(2), expectedRevision: 'no_stream' },
+        { stream: `${cat}-existing`, events: events(1), expectedRevision: 'stream_exists' },
+      ]),
+      batched.append(`${cat}-new`, events(1), { expectedRevision: 'no_stream' }), // the batch created it: refused
+    ]);
+    const [warm, created, stale, next, afterNext, undone, multi, late] = outcomes;
+    expect(warm).toMatchObject({ status: 'fulfilled', value: { nextExpectedRevision: 0n } });
+    expect(created).toMatchObject({ status: 'fulfilled', value: { stream: `${cat}-new`, nextExpectedRevision: 2n } });
+    expect(stale.status).toBe('rejected');
+    expect((stale as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+    expect((stale as PromiseRejectedResult).reason).toMatchObject({ stream: `${cat}-existing`, expected: 0n, actual: 1n });
+    expect(next).toMatchObject({ status: 'fulfilled', value: { nextExpectedRevision: 2n } });
+    expect(afterNext).toMatchObject({ status: 'fulfilled', value: { nextExpectedRevision: 3n } });
+    expect((undone as PromiseRejectedResult).reason).toMatchObject({ stream: `${cat}-missing`, actual: 'no_stream' });
+    expect(multi).toMatchObject({ status: 'fulfilled' });
+    const [m1, existing] = (multi as PromiseFulfilledResult<{ nextExpectedRevision: bigint; position: string }[]>).value;
+    expect(m1!.nextExpectedRevision).toBe(1n);
+    expect(existing!.nextExpectedRevision).toBe(4n);
+    expect(m1!.position < existing!.position).toBe(true);
+    expect((late as PromiseRejectedResult).reason).toMatchObject({ stream: `${cat}-new`, expected: 'no_stream', actual: 2n });
+
+    // Nothing of the refused multi-stream append is left: no events, and the stream it created is gone.
+    expect(await batched.readStream(`${cat}-created-then-undone`)).toEqual([]);
+    await expect(batched.append(`${cat}-created-then-undone`, events(1), { expectedRevision: 'no_stream' })).resolves.toMatchObject({
+      nextExpectedRevision: 0n,
+    });
+    expect((await batched.readStream(`${cat}-existing`)).map((event) => event.revision)).toEqual([0n, 1n, 2n, 3n, 4n]);
+    // Positions within one statement follow arrival order.
+    const positions = outcomes
+      .flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []))
+      .flatMap((value) => (Array.isArray(value) ? value : [value]));
+    expect(positions.map((result) => result.position)).toEqual([...positions.map((result) => result.position)].sort());
+  });
+
+  it('a unit whose data PostgreSQL refuses fails alone; the others of its batch land', async () => {
+    const cat = category();
+    const outcomes = await Promise.allSettled([
+      batched.append(`${cat}-1`, events(1)),
+      batched.append(`${cat}-2`, events(1)),
+      batched.append(`${cat}-bad`, [{ type: 'Bad', data: { text: 'nul \u0000 inside' } }]),
+      batched.append(`${cat}-3`, events(1)),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    const page = await batched.readAll({ filter: { categories: [cat] }, limit: 1000 });
+    expect(page.events.map((event) => event.stream).sort()).toEqual([`${cat}-1`, `${cat}-2`, `${cat}-3`]);
+  });
+
+  it('idempotency: the same ids twice in one tick, a replay in a batch, and partly known ids', async () => {
+    const cat = category();
+    const known = events(2).map((event) => ({ ...event, id: randomUUID() }));
+    const first = await batched.append(`${cat}-k`, known, { expectedRevision: 'no_stream' });
+    const twice = events(1).map((event) => ({ ...event, id: randomUUID() }));
+    const [, replay, same1, same2, partly] = await Promise.allSettled([
+      batched.append(`${cat}-warm`, events(1)),
+      batched.append(`${cat}-k`, known, { expectedRevision: 'no_stream' }),
+      batched.append(`${cat}-t`, twice),
+      batched.append(`${cat}-t`, twice),
+      batched.append(`${cat}-k`, [known[0]!, { ...events(1)[0]!, id: randomUUID() }]),
+    ]);
+    expect(replay).toEqual({ status: 'fulfilled', value: first });
+    expect(same1.status).toBe('fulfilled');
+    expect(same2).toEqual(same1);
+    expect((partly as PromiseRejectedResult).reason).toBeInstanceOf(EventIdConflictError);
+    expect((partly as PromiseRejectedResult).reason.eventIds).toEqual([known[0]!.id]);
+    expect(await batched.readStream(`${cat}-k`)).toHaveLength(2);
+    expect(await batched.readStream(`${cat}-t`)).toHaveLength(1);
+    // The same ids to another stream: a conflict, not a replay.
+    await expect(batched.append(`${cat}-elsewhere`, known)).rejects.toBeInstanceOf(EventIdConflictError);
+  });
+
+  it('concurrent writers in two processes on hot streams: each revision once, every retried append lands', async () => {
+    const cat = category();
+    const streams = Array.from({ length: 3 }, (_, i) => `${cat}-${i}`);
+    let conflicts = 0;
+    const write = async (store: PostgresEventStore, n: number) => {
+      const stream = streams[n % streams.length]!;
+      const second = streams[(n + 1) % streams.length]!;
+      for (;;) {
+        const [last] = await store.readStream(stream, { direction: 'backwards', limit: 1 });
+        const [lastOfSecond] = await store.readStream(second, { direction: 'backwards', limit: 1 });
+        try {
+          // Every third one is a two-stream append, so batches lock rows of several streams in both orders.
+          if (n % 3 === 0) {
+            return await store.appendMultiple([
+              { stream, events: events(1, `W${n}`), expectedRevision: last ? last.revision : 'no_stream' },
+              { stream: second, events: events(1, `W${n}`), expectedRevision: lastOfSecond ? lastOfSecond.revision : 'no_stream' },
+            ]);
+          }
+          return await store.append(stream, events(1, `W${n}`), { expectedRevision: last ? last.revision : 'no_stream' });
+        } catch (error) {
+          expect(error).toBeInstanceOf(WrongExpectedRevisionError);
+          conflicts++;
+        }
+      }
+    };
+    const writers = 40;
+    await Promise.all(Array.from({ length: writers }, (_, n) => write(n % 2 === 0 ? batched : otherStore, n)));
+    const written = await Promise.all(streams.map((stream) => batched.readStream(stream)));
+    for (const stream of written) expect(stream.map((event) => event.revision)).toEqual(stream.map((_, i) => BigInt(i)));
+    const types = written.flat().map((event) => event.type);
+    // Each writer's events once: one per single append, two (in two streams) per multi-stream append.
+    for (let n = 0; n < writers; n++) expect(types.filter((type) => type === `W${n}`)).toHaveLength(n % 3 === 0 ? 2 : 1);
+    expect(conflicts).toBeGreaterThan(0);
+  });
+
+  it('property: any interleaving of appends answers as one append at a time, in arrival order, would', async () => {
+    type Op = { stream: number; count: number; expected: 'any' | 'no_stream' | 'stream_exists' | number };
+    const op = fc.record({
+      stream: fc.integer({ min: 0, max: 2 }),
+      count: fc.integer({ min: 1, max: 3 }),
+      expected: fc.oneof(fc.constantFrom<'any' | 'no_stream' | 'stream_exists'>('any', 'no_stream', 'stream_exists'), fc.integer({ min: 0, max: 6 })),
+    });
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.array(op, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 12 }), async (units: Op[][]) => {
+        const cat = category();
+        // The model: one unit at a time, in arrival order (the batch preserves it).
+        const revisions = new Map<number, number>();
+        const expectedOutcomes = units.map((unit) => {
+          const after = new Map(revisions);
+          const answers: number[] = [];
+          for (const append of unit) {
+            const current = after.get(append.stream);
+            const holds =
+              append.expected === 'any' ||
+              (append.expected === 'no_stream' && current === undefined) ||
+              (append.expected === 'stream_exists' && current !== undefined) ||
+              append.expected === current;
+            if (!holds) return 'refused';
+            after.set(append.stream, (current ?? -1) + append.count);
+            answers.push(after.get(append.stream)!);
+          }
+          for (const [stream, revision] of after) revisions.set(stream, revision);
+          return answers;
+        });
+        const outcomes = await Promise.allSettled(
+          units.map((unit) =>
+            batched.appendMultiple(
+              unit.map((append) => ({
+                stream: `${cat}-${append.stream}`,
+                events: events(append.count),
+                expectedRevision: (typeof append.expected === 'number' ? BigInt(append.expected) : append.expected) as ExpectedRevision,
+              })),
+            ),
+          ),
+        );
+        const answered = outcomes.map((outcome) =>
+          outcome.status === 'rejected' ? 'refused' : outcome.value.map((result) => Number(result.nextExpectedRevision)),
+        );
+        expect(answered).toEqual(expectedOutcomes);
+        for (const reason of outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason] : []))) {
+          expect(reason).toBeInstanceOf(WrongExpectedRevisionError);
+        }
+        for (let stream = 0; stream <= 2; stream++) {
+          const stored = await batched.readStream(`${cat}-${stream}`);
+          expect(stored.length).toBe((revisions.get(stream) ?? -1) + 1);
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
