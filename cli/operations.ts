@@ -356,8 +356,9 @@ export async function projectionsRebuild(ctx: CliContext, options: RebuildOption
     for (;;) {
       const asked = Date.now();
       progress = await ctx.run('projections.progress', { targets });
-      // Counting a large log takes a while: ask at most a fifth of the time, so the rebuild keeps the machine.
-      const pause = Math.max(options.pollMs ?? 500, 4 * (Date.now() - asked));
+      // Counting a large log takes a while: ask at most a fifth of the time with progress bars to draw, a
+      // twentieth without (only the end is awaited), so the rebuild keeps the machine.
+      const pause = Math.max(options.pollMs ?? 500, (ctx.progress ? 4 : 19) * (Date.now() - asked));
       const seconds = Math.max((Date.now() - startedAt) / 1000, 0.001);
       for (const row of progress) {
         if (!first.has(row.name)) first.set(row.name, row.processed);

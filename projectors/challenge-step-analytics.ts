@@ -237,10 +237,11 @@ export const challengeStepAnalyticsProjection = defineProjection<StepAnalyticsTa
   },
 });
 
+/** Map keys: ids joined with a character no id holds. */
 function stepUser(challengeId: string, actionId: string, userId: string): string {
-  return JSON.stringify([challengeId, actionId, userId]);
+  return `${challengeId}\u0000${actionId}\u0000${userId}`;
 }
 
 function challengeUser(challengeId: string, userId: string): string {
-  return JSON.stringify([challengeId, userId]);
+  return `${challengeId}\u0000${userId}`;
 }

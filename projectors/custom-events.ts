@@ -1,8 +1,25 @@
 import { sql } from 'kysely';
 import type { CustomEventEvent, CustomEventPayload } from '../domain/custom-event.ts';
 import type { Int8, Json, Timestamp } from './columns.ts';
-import { CounterBatch } from './counters.ts';
 import { defineProjection } from './projection.ts';
+import { recordsetOf } from './recordset.ts';
+
+const COLUMNS = [
+  'id',
+  'organisation_id',
+  'community_id',
+  'user_id',
+  'external_user_id',
+  'name',
+  'payload',
+  'nonce',
+  'event_source_id',
+  'source_type',
+  'tags',
+  'created_at',
+] as const satisfies readonly (keyof CustomEventRow)[];
+const API_TAGS = ['custom'];
+const LINK_TAGS = ['custom', 'link'];
 
 /** The lists `custom_event_counts` counts per organisation: all its events, or one user's, community's or name's (`value`). */
 export type EventCountDimension = 'all' | 'user' | 'community' | 'name';
@@ -96,60 +113,45 @@ export const customEventsProjection = defineProjection<CustomEventTables, Custom
   },
 
   /**
-   * The events not recorded yet, in one statement (arrays unnested: a dozen parameters whatever the batch's
-   * size), then the counts of the lists they joined, summed in memory, in one more.
+   * The events not recorded yet and the counts of the lists they joined, in one statement (the rows as one
+   * JSON parameter whatever the batch's size; the lists counted from what the insert returns).
    */
   async apply(db, events) {
     // An event id recorded twice keeps its first record, as `on conflict do nothing` would one by one.
     const logged = new Map<string, CustomEventEvent['data']>();
     for (const { data } of events) if (!logged.has(data.eventId)) logged.set(data.eventId, data);
-    const rows = [...logged.values()];
-    const column = <T>(value: (data: CustomEventEvent['data']) => T) => rows.map(value);
-    const inserted = await db
-      .insertInto('custom_events')
-      .columns([
-        'id',
-        'organisation_id',
-        'community_id',
-        'user_id',
-        'external_user_id',
-        'name',
-        'payload',
-        'nonce',
-        'event_source_id',
-        'source_type',
-        'tags',
-        'created_at',
-      ])
-      .expression(
-        sql`select * from unnest(
-          ${column((data) => data.eventId)}::text[],
-          ${column((data) => data.organisationId)}::text[],
-          ${column((data) => data.communityId)}::text[],
-          ${column((data) => data.userId)}::text[],
-          ${column((data) => data.externalUserId)}::text[],
-          ${column((data) => data.name)}::text[],
-          ${column((data) => JSON.stringify(data.payload))}::jsonb[],
-          ${column((data) => data.nonce)}::text[],
-          ${column((data) => (data.source.type === 'link' ? data.source.linkId : data.source.tokenId))}::text[],
-          ${column((data) => data.source.type)}::text[],
-          ${column((data) => JSON.stringify(data.source.type === 'link' ? ['custom', 'link'] : ['custom']))}::jsonb[],
-          ${column((data) => data.occurredAt)}::timestamptz[]
-        )`,
+    const rows = [...logged.values()].map((data) => ({
+      id: data.eventId,
+      organisation_id: data.organisationId,
+      community_id: data.communityId,
+      user_id: data.userId,
+      external_user_id: data.externalUserId,
+      name: data.name,
+      payload: data.payload,
+      nonce: data.nonce,
+      event_source_id: data.source.type === 'link' ? data.source.linkId : data.source.tokenId,
+      source_type: data.source.type,
+      tags: data.source.type === 'link' ? LINK_TAGS : API_TAGS,
+      created_at: data.occurredAt,
+    }));
+    // The lists each new event joins, counted in the same statement: nothing comes back to count here.
+    await db
+      .with('inserted', (qc) =>
+        qc
+          .insertInto('custom_events')
+          .columns(COLUMNS)
+          .expression(recordsetOf('custom_events', COLUMNS, rows))
+          .onConflict((oc) => oc.column('id').doNothing())
+          .returning(['organisation_id', 'user_id', 'community_id', 'name']),
       )
-      .onConflict((oc) => oc.column('id').doNothing())
-      .returning(['organisation_id', 'user_id', 'community_id', 'name'])
+      .insertInto('custom_event_counts')
+      .columns(['organisation_id', 'dimension', 'value', 'count'])
+      .expression(
+        sql`select organisation_id, list.dimension, list.value, count(*) from inserted
+          cross join lateral (values ('all', ''), ('user', user_id), ('community', community_id), ('name', name)) as list(dimension, value)
+          group by organisation_id, list.dimension, list.value`,
+      )
+      .onConflict((oc) => oc.columns(['organisation_id', 'dimension', 'value']).doUpdateSet({ count: sql`custom_event_counts.count + excluded.count` }))
       .execute();
-    const counts = new CounterBatch('custom_event_counts', ['organisation_id', 'dimension', 'value'], ['count']);
-    for (const row of inserted) {
-      const lists: [EventCountDimension, string][] = [
-        ['all', ''],
-        ['user', row.user_id],
-        ['community', row.community_id],
-        ['name', row.name],
-      ];
-      for (const [dimension, value] of lists) counts.add({ organisation_id: row.organisation_id, dimension, value }, { count: 1 });
-    }
-    await counts.write(db);
   },
 });

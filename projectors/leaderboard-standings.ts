@@ -2,8 +2,8 @@ import { sql, type ColumnType, type Kysely, type Selectable } from 'kysely';
 import type { EngagementEvent, LeaderboardWindowEvent } from '../domain/engagement-events.ts';
 import type { Condition, LeaderboardEvent, LeaderboardStatus, MetricType, Period } from '../domain/leaderboard.ts';
 import type { UserEvent } from '../domain/user.ts';
-import { isoWeekOf, localDate, type Window } from '../domain/windows.ts';
-import { leaderboardWindowOf } from './local-dates.ts';
+import type { Window } from '../domain/windows.ts';
+import { leaderboardWindowOf, localDateOf, localIsoWeekOf } from './local-dates.ts';
 import { BatchTimeZones, createTimeZoneTable, TIME_ZONE_EVENTS, type TimeZoneEvent, type TimeZoneRow } from './organisation-time-zones.ts';
 import { defineProjection, type Recorded } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
@@ -103,22 +103,25 @@ function contribution(event: CountedFact, metric: MetricType, timeZone: string, 
   }
 }
 
+/** Local days and weeks of facts; the facts of one custom event come together with the same instant. */
 class Calendar {
-  private readonly days = new Map<string, string>();
-  private readonly weeks = new Map<string, string>();
+  private last = { instant: '', timeZone: '', day: '', week: '' };
 
   dayOf(instant: string, timeZone: string): string {
-    const key = `${timeZone} ${instant}`;
-    let day = this.days.get(key);
-    if (day === undefined) this.days.set(key, (day = localDate(instant, timeZone)));
-    return day;
+    const last = this.at(instant, timeZone);
+    if (last.day === '') last.day = localDateOf(instant, timeZone);
+    return last.day;
   }
 
   weekOf(instant: string, timeZone: string): string {
-    const key = `${timeZone} ${instant}`;
-    let week = this.weeks.get(key);
-    if (week === undefined) this.weeks.set(key, (week = isoWeekOf(instant, timeZone)));
-    return week;
+    const last = this.at(instant, timeZone);
+    if (last.week === '') last.week = localIsoWeekOf(instant, timeZone);
+    return last.week;
+  }
+
+  private at(instant: string, timeZone: string) {
+    if (this.last.instant !== instant || this.last.timeZone !== timeZone) this.last = { instant, timeZone, day: '', week: '' };
+    return this.last;
   }
 }
 
@@ -260,7 +263,7 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
           closed.push(event.data);
           break;
         default:
-          moves.push(...movesOf(event, timeZones.of(event.data.organisationId), leaderboards, variables, calendar));
+          movesOf(event, timeZones.of(event.data.organisationId), leaderboards, variables, calendar, moves);
       }
     }
 
@@ -274,12 +277,14 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
 
 /** What one fact adds to one user's score in one leaderboard window; with a mark, only if the mark is new. */
 interface Move {
+  /** The move's place in the batch (log order). */
+  seq: number;
   leaderboard_id: string;
   window_start: string;
   user_id: string;
   amount: number;
   reached_at: string;
-  mark?: string;
+  mark: string | null;
 }
 
 type UserVariables = { user_id: string; variables: Record<string, unknown> };
@@ -425,99 +430,76 @@ async function loadVariables(db: Db, events: readonly Recorded<StandingsEvent>[]
   return variables;
 }
 
+/** Appends what one fact moves to `moves`. */
 function movesOf(
   event: Recorded<CountedFact>,
   timeZone: string,
   leaderboards: BatchLeaderboards,
   variables: RowBatch<UserVariables>,
   calendar: Calendar,
-): Move[] {
+  moves: Move[],
+): void {
   const { organisationId, communityId, userId, occurredAt } = event.data;
   const metrics = metricsOf(event);
-  if (metrics.length === 0) return [];
+  if (metrics.length === 0) return;
   const counting = leaderboards.counting(organisationId, metrics);
-  if (counting.length === 0) return [];
+  if (counting.length === 0) return;
   const needsVariables = counting.some((leaderboard) => hasVariableCondition(leaderboard.conditions));
   const userVariables = needsVariables ? (variables.get({ user_id: userId })?.variables ?? {}) : {};
-  const moves: Move[] = [];
   for (const leaderboard of counting) {
     if (!qualifies(leaderboard.conditions, communityId, userVariables)) continue;
     const window = leaderboards.windowAt(leaderboard, timeZone, occurredAt);
     if (!window) continue;
     const { amount, mark } = contribution(event, leaderboard.metric_type, timeZone, calendar);
     moves.push({
+      seq: moves.length,
       leaderboard_id: leaderboard.id,
       window_start: window.start,
       user_id: userId,
       amount,
       reached_at: occurredAt,
-      ...(mark !== undefined ? { mark } : {}),
+      mark: mark ?? null,
     });
   }
-  return moves;
 }
 
 /**
- * Writes the batch's moves: its marks in one insert that returns those that were new, then one upsert of
- * each touched score: the sum of its counted moves added, and the latest time it was raised. A move with a
- * mark counts when the mark is new, the first time in the batch.
+ * Writes the batch's moves in one statement, the moves as one JSON parameter: their marks inserted (those
+ * that were new come back from the insert), then one upsert of each touched score: the sum of its counted
+ * moves added, and the latest time it was raised. A move with a mark counts when the mark is new, the first
+ * time in the batch (in log order: `seq`).
  */
 async function countMoves(db: Db, moves: readonly Move[]): Promise<void> {
   if (moves.length === 0) return;
-  const keyOf = (leaderboardId: string, windowStart: string, userId: string) => `${leaderboardId} ${windowStart} ${userId}`;
-  const marks = new Map<string, { leaderboard_id: string; window_start: string; user_id: string; mark: string }>();
-  for (const move of moves) {
-    if (move.mark === undefined) continue;
-    const key = `${keyOf(move.leaderboard_id, move.window_start, move.user_id)} ${move.mark}`;
-    if (!marks.has(key)) marks.set(key, { leaderboard_id: move.leaderboard_id, window_start: move.window_start, user_id: move.user_id, mark: move.mark });
-  }
-  const newMarks = new Set<string>();
-  if (marks.size > 0) {
-    const rows = unnestRows([...marks.values()], { leaderboard_id: 'text', window_start: 'timestamptz', user_id: 'text', mark: 'text' });
-    const inserted = await db
-      .insertInto('leaderboard_marks')
-      .columns(rows.columns)
-      .expression(rows.select)
-      .onConflict((oc) => oc.doNothing())
-      .returning(['leaderboard_id', 'window_start', 'user_id', 'mark'])
-      .execute();
-    for (const row of inserted) newMarks.add(`${keyOf(row.leaderboard_id, row.window_start.toISOString(), row.user_id)} ${row.mark}`);
-  }
-
-  const scores = new Map<string, { leaderboard_id: string; window_start: string; user_id: string; score: number; reached_at: string }>();
-  for (const move of moves) {
-    const key = keyOf(move.leaderboard_id, move.window_start, move.user_id);
-    if (move.mark !== undefined) {
-      const mark = `${key} ${move.mark}`;
-      if (!newMarks.has(mark)) continue;
-      newMarks.delete(mark);
-    }
-    const score = scores.get(key);
-    if (!score) {
-      scores.set(key, {
-        leaderboard_id: move.leaderboard_id,
-        window_start: move.window_start,
-        user_id: move.user_id,
-        score: move.amount,
-        reached_at: move.reached_at,
-      });
-    } else {
-      score.score += move.amount;
-      if (Date.parse(move.reached_at) > Date.parse(score.reached_at)) score.reached_at = move.reached_at;
-    }
-  }
-  if (scores.size === 0) return;
-  const rows = unnestRows([...scores.values()], {
-    leaderboard_id: 'text',
-    window_start: 'timestamptz',
-    user_id: 'text',
-    score: 'double precision',
-    reached_at: 'timestamptz',
-  });
   await db
+    .with(
+      'moves',
+      () =>
+        sql<Move>`(select * from json_to_recordset(${JSON.stringify(moves)}::json)
+        as m(seq integer, leaderboard_id text, window_start timestamptz, user_id text, amount double precision, reached_at timestamptz, mark text))`,
+    )
+    .with('new_marks', (qc) =>
+      qc
+        .insertInto('leaderboard_marks')
+        .columns(['leaderboard_id', 'window_start', 'user_id', 'mark'])
+        .expression(sql`select distinct leaderboard_id, window_start, user_id, mark from moves where mark is not null`)
+        .onConflict((oc) => oc.doNothing())
+        .returning(['leaderboard_id', 'window_start', 'user_id', 'mark']),
+    )
     .insertInto('leaderboard_scores')
-    .columns(rows.columns)
-    .expression(rows.select)
+    .columns(['leaderboard_id', 'window_start', 'user_id', 'score', 'reached_at'])
+    .expression(
+      sql`select leaderboard_id, window_start, user_id, sum(amount), max(reached_at) from (
+          select leaderboard_id, window_start, user_id, amount, reached_at from moves where mark is null
+          union all
+          select leaderboard_id, window_start, user_id, amount, reached_at from (
+            select distinct on (m.leaderboard_id, m.window_start, m.user_id, m.mark) m.*
+            from moves m join new_marks n using (leaderboard_id, window_start, user_id, mark)
+            order by m.leaderboard_id, m.window_start, m.user_id, m.mark, m.seq
+          ) as first_of_new_marks
+        ) as counted
+        group by leaderboard_id, window_start, user_id`,
+    )
     .onConflict((oc) =>
       oc.columns(['leaderboard_id', 'window_start', 'user_id']).doUpdateSet({
         score: sql`leaderboard_scores.score + excluded.score`,

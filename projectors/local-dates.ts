@@ -1,5 +1,5 @@
 import { DateTime, Info, type Zone } from 'luxon';
-import { leaderboardWindowAt, localDate, type Window, type WindowedLeaderboard } from '../domain/windows.ts';
+import { isoWeekOf, leaderboardWindowAt, localDate, type Window, type WindowedLeaderboard } from '../domain/windows.ts';
 
 /** What the engine stamps facts with (`toISOString`, milliseconds optional): a UTC instant, nothing to interpret. */
 const UTC_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3})?Z$/;
@@ -61,6 +61,24 @@ export function localDateOf(instant: string, timeZone: string): string {
   const year = local.getUTCFullYear();
   if (year < 1000 || year > 9999) return localDate(instant, timeZone);
   return `${year}-${pad(local.getUTCMonth() + 1, 2)}-${pad(local.getUTCDate(), 2)}`;
+}
+
+const DAY = 86_400_000;
+const LOCAL_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/**
+ * `isoWeekOf(instant, timeZone)` ('YYYY-Www', the ISO week-year) from `localDateOf`'s date: the week of the
+ * Thursday of that date's Monday-to-Sunday week, in plain UTC day arithmetic instead of a luxon DateTime.
+ */
+export function localIsoWeekOf(instant: string, timeZone: string): string {
+  const date = LOCAL_DATE.exec(localDateOf(instant, timeZone));
+  if (!date) return isoWeekOf(instant, timeZone);
+  const day = Date.UTC(Number(date[1]), Number(date[2]) - 1, Number(date[3]));
+  const thursday = day + (3 - ((new Date(day).getUTCDay() + 6) % 7)) * DAY;
+  const year = new Date(thursday).getUTCFullYear();
+  const week = 1 + Math.floor((thursday - Date.UTC(year, 0, 1)) / (7 * DAY));
+  if (year < 1000 || year > 9999) return isoWeekOf(instant, timeZone);
+  return `${year}-W${pad(week, 2)}`;
 }
 
 /** An ISO instant with its offset, as `Date.parse` and the calendar read it alike. */

@@ -60,21 +60,23 @@ export async function rebuildProgress(db: UntypedDb, store: EventStore, targets:
     .where((eb) => eb.or(targets.map((target) => eb.and([eb('name', '=', target.name), eb('generation', '=', target.generation)]))))
     .execute();
   const total = await store.countAfter(null);
-  return Promise.all(
-    targets.map(async (target) => {
-      const row = rows.find((candidate) => candidate.name === target.name && candidate.generation === target.generation);
-      const behind = row ? await store.countAfter(row.checkpoint) : total;
-      return {
-        name: target.name,
-        generation: target.generation,
-        status: row?.status ?? 'gone',
-        checkpoint: row?.checkpoint ?? null,
-        processed: Math.max(0, total - behind),
-        total,
-        lastError: row?.last_error ?? null,
-      };
-    }),
-  );
+  // Once per distinct checkpoint, one at a time: a rebuild's generations mostly share a few, and each count
+  // scans the log past it; twenty at once would take the pool from the rebuild itself.
+  const behindOf = new Map<Position | null, number>([[null, total]]);
+  for (const row of rows) if (!behindOf.has(row.checkpoint)) behindOf.set(row.checkpoint, await store.countAfter(row.checkpoint));
+  return targets.map((target) => {
+    const row = rows.find((candidate) => candidate.name === target.name && candidate.generation === target.generation);
+    const behind = row ? behindOf.get(row.checkpoint)! : total;
+    return {
+      name: target.name,
+      generation: target.generation,
+      status: row?.status ?? 'gone',
+      checkpoint: row?.checkpoint ?? null,
+      processed: Math.max(0, total - behind),
+      total,
+      lastError: row?.last_error ?? null,
+    };
+  });
 }
 
 export interface ParkedEvent {

@@ -1,5 +1,7 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { UntypedDb } from '../infra/database.ts';
+import { keyOf } from './counters.ts';
+import { recordsetOf } from './recordset.ts';
 
 /**
  * The load–fold–save shape of a set-based batch: read every row the batch touches in one query, apply the
@@ -20,28 +22,30 @@ export class RowBatch<Row extends object> {
   ) {}
 
   keyOf(row: Partial<Row>): string {
-    return JSON.stringify(this.keyColumns.map((column) => String(row[column])));
+    return keyOf(row, this.keyColumns);
   }
 
-  /** Loads the rows with these keys (one query; 2,000 keys a statement). Rows already held are kept. */
+  /** Loads the rows with these keys (one query). Rows already held are kept. */
   async load(db: UntypedDb, keys: readonly Partial<Row>[]): Promise<void> {
     const wanted = new Map<string, Partial<Row>>();
     for (const key of keys) {
       const id = this.keyOf(key);
       if (!this.rows.has(id) && !this.deleted.has(id)) wanted.set(id, key);
     }
-    const list = [...wanted.values()];
-    for (let start = 0; start < list.length; start += 2000) {
-      const chunk = list.slice(start, start + 2000);
-      const columns = sql.join(this.keyColumns.map((column) => sql.ref(column)));
-      const tuples = sql.join(chunk.map((key) => sql`(${sql.join(this.keyColumns.map((column) => key[column]))})`));
-      const rows = await db
-        .selectFrom(this.table)
-        .selectAll()
-        .where(sql<boolean>`(${columns}) in (${tuples})`)
-        .execute();
-      for (const row of rows as Row[]) this.rows.set(this.keyOf(row), row);
-    }
+    if (wanted.size === 0) return;
+    const rows = await db
+      .selectFrom(this.table)
+      .selectAll()
+      .where(this.keyIn([...wanted.values()]))
+      .execute();
+    for (const row of rows as Row[]) this.rows.set(this.keyOf(row), row);
+  }
+
+  /** `(key columns) in (the keys given)`, the keys as one JSON parameter read with the table's row type. */
+  private keyIn(keys: readonly Partial<Row>[]): RawBuilder<boolean> {
+    const columns = sql.join(this.keyColumns.map((column) => sql.ref(column)));
+    const values = keys.map((key) => Object.fromEntries(this.keyColumns.map((column) => [column, key[column]])));
+    return sql<boolean>`(${columns}) in (${recordsetOf(this.table, this.keyColumns, values)})`;
   }
 
   get(key: Partial<Row>): Row | undefined {
@@ -73,14 +77,10 @@ export class RowBatch<Row extends object> {
    * turns a row into column values (JSON columns to text, say).
    */
   async save(db: UntypedDb, serialise: (row: Row) => Record<string, unknown> = (row) => ({ ...(row as Record<string, unknown>) })): Promise<void> {
-    const deleted = [...this.deleted.values()];
-    for (let start = 0; start < deleted.length; start += 2000) {
-      const chunk = deleted.slice(start, start + 2000);
-      const columns = sql.join(this.keyColumns.map((column) => sql.ref(column)));
-      const tuples = sql.join(chunk.map((key) => sql`(${sql.join(this.keyColumns.map((column) => key[column]))})`));
+    if (this.deleted.size > 0) {
       await db
         .deleteFrom(this.table)
-        .where(sql<boolean>`(${columns}) in (${tuples})`)
+        .where(this.keyIn([...this.deleted.values()]))
         .execute();
     }
     const rows = [...this.changed].map((id) => serialise(this.rows.get(id)!));
