@@ -614,7 +614,9 @@ async function runMode(mode: Mode): Promise<ModeResult> {
           ? 'not available (404)'
           : probe.status < 200 || probe.status > 299
             ? `the probe request answered ${probe.status}: ${probe.text.slice(0, 300)}`
-            : null;
+            : scenario.key === 'batch' && probe.text.includes('"error"')
+              ? `the probe batch had refused events: ${probe.text.slice(0, 300)}`
+              : null;
       if (!unavailable && WARMUP_SECONDS > 0) {
         await load(service, scenario, target, CONNECTIONS[0]!, WARMUP_SECONDS, apiHeaders(target));
       }
@@ -701,6 +703,15 @@ export async function main(): Promise<WritePathResult> {
   for (const mode of MODES) if (!['command-api', 'all', 'embedded'].includes(mode)) throw new Error(`BENCH_WRITE_MODES: unknown mode ${mode}`);
   const date = new Date().toISOString().slice(0, 19) + 'Z';
   const loadStart = loadavg()[0]!;
+  // Compiled once before any service starts, so that no service's peak RSS holds a build.
+  await new Promise<void>((resolve, reject) =>
+    execFile(
+      process.execPath,
+      ['--input-type=module', '-e', "await (await import('./bin/build.mjs')).ensureBuilt()"],
+      { cwd: ROOT, timeout: 300_000 },
+      (error) => (error ? reject(error) : resolve()),
+    ),
+  );
   const modes: ModeResult[] = [];
   for (const mode of MODES) modes.push(await runMode(mode));
   const cpu = cpus();
