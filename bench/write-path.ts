@@ -58,6 +58,8 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const BATCH_SIZE = 100;
 const KNOWN_USERS = 20;
 const STATEMENTS_METRIC = 'engage_database_statements_total';
+/** A run with fewer answers than this per connection is flagged as unsteady. */
+const UNSTEADY_BELOW = 5;
 
 export type Mode = 'command-api' | 'all' | 'embedded';
 type ScenarioKey = 'known' | 'auto' | 'nonce' | 'batch' | 'leaderboard';
@@ -84,12 +86,16 @@ export interface LoadResult {
   refused: number;
   statusCodes: Record<string, number>;
   seconds: number;
+  connections: number;
   /**
    * CPU time (user + system) the server process spent per 2xx answer during the run, in ms: what a busy
    * shared machine disturbs far less than throughput (PostgreSQL's own CPU not included).
    */
   cpuMsPerRequest: number | null;
 }
+
+/** `/healthz` latencies (ms) during a run, and the probes that failed (not 200, or no answer). */
+export type HealthzSample = Percentiles & { failures: number };
 
 export interface ScenarioRun {
   scenario: ScenarioKey;
@@ -103,7 +109,7 @@ export interface ScenarioRun {
   /** Service events/s over reference events/s. */
   ratio: number | null;
   statementsPerRequest: number | null;
-  healthz: (Percentiles & { failures: number }) | null;
+  healthz: HealthzSample | null;
   /** Null where issue 11 sets no target (batch, leaderboards). */
   target: { text: string; met: boolean } | null;
 }
@@ -403,6 +409,7 @@ async function load(
     refused: batch ? result.mismatches : 0,
     statusCodes,
     seconds: result.duration,
+    connections,
     cpuMsPerRequest: ok > 0 ? cpuMs / ok : null,
   };
 }
@@ -411,12 +418,13 @@ async function load(
  * `/healthz` latency, sampled every 20 ms during the load by a separate process (plain JavaScript, one
  * keep-alive connection) so that the load generator's own busy event loop does not add to it.
  */
-function probeHealthz(port: number, seconds: number): Promise<(Percentiles & { failures: number }) | null> {
+function probeHealthz(port: number): { stop(): Promise<HealthzSample | null> } {
   const script = `
     import http from 'node:http';
-    const [port, ms] = process.argv.slice(1).map(Number);
+    const port = Number(process.argv[1]);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    const latencies = []; let failures = 0; const end = Date.now() + ms;
+    const latencies = []; let failures = 0; let stopped = false;
+    process.stdin.on('end', () => (stopped = true)).resume();
     const get = () => new Promise((resolve) => {
       const started = performance.now();
       const req = http.get({ host: '127.0.0.1', port, path: '/healthz', agent, timeout: 10000 }, (res) => {
@@ -425,28 +433,31 @@ function probeHealthz(port: number, seconds: number): Promise<(Percentiles & { f
       req.on('timeout', () => req.destroy(new Error('timeout')));
       req.on('error', () => { failures++; resolve(performance.now() - started); });
     });
-    while (Date.now() < end) {
+    while (!stopped) {
       const took = await get(); latencies.push(took);
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, 20 - took)));
     }
     agent.destroy();
     console.log(JSON.stringify({ latencies, failures }));`;
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--input-type=module', '-e', script, String(port), String(seconds * 1000)],
-      { timeout: (seconds + 30) * 1000 },
-      (error, stdout) => {
-        if (error) return resolve(null);
-        try {
-          const { latencies, failures } = JSON.parse(stdout) as { latencies: number[]; failures: number };
-          resolve({ ...percentiles(latencies), failures });
-        } catch {
-          resolve(null);
-        }
-      },
-    );
-  });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, String(port)], { stdio: ['pipe', 'pipe', 'ignore'] });
+  let stdout = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.on('error', () => undefined);
+  const exited = once(child, 'exit').catch(() => undefined);
+  return {
+    async stop() {
+      child.stdin.end();
+      const killer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(killer);
+      try {
+        const { latencies, failures } = JSON.parse(stdout) as { latencies: number[]; failures: number };
+        return { ...percentiles(latencies), failures };
+      } catch {
+        return null;
+      }
+    },
+  };
 }
 
 /** The sum of every series of the statements counter at /metrics; null when the service does not export it. */
@@ -639,9 +650,9 @@ async function runMode(mode: Mode): Promise<ModeResult> {
         } else {
           await settle(service.child.pid!);
           const statementsBefore = await statementsCounter(service.port);
-          const healthz = probeHealthz(service.port, SECONDS);
+          const healthz = probeHealthz(service.port);
           const measured = await load(service, scenario, target, connections, SECONDS, apiHeaders(target));
-          runResult.healthz = await healthz;
+          runResult.healthz = await healthz.stop();
           const statementsAfter = await statementsCounter(service.port);
           runResult.service = measured;
           runResult.ratio = referenceResult ? measured.eventsPerSecond / referenceResult.eventsPerSecond : null;
@@ -772,6 +783,10 @@ function problems(result: LoadResult): string {
   }
   if (result.errors > 0) found.push(`**${n(result.errors)} connection errors**`);
   if (result.refused > 0) found.push(`**${n(result.refused)} batches with refused events**`);
+  // A closed loop measures steadily once each connection has been answered many times; a run whose answers
+  // take a good part of its length is not steady (raise BENCH_WRITE_SECONDS).
+  const perConnection = (result.requests - result.non2xx) / result.connections;
+  if (perConnection < UNSTEADY_BELOW) found.push(`unsteady: ${n(perConnection, 1)} answers per connection`);
   return found.length > 0 ? `; ${found.join(', ')}` : '';
 }
 
