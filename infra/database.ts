@@ -174,6 +174,8 @@ export async function openPostgres(connectionString: string, options: PostgresOp
  */
 class GuardedPool implements PostgresPool {
   private readonly sessionKinds = new WeakMap<pg.PoolClient, WorkKind>();
+  private readonly watched = new WeakSet<pg.PoolClient>();
+  private readonly failed = new WeakMap<pg.PoolClient, Error>();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -183,7 +185,15 @@ class GuardedPool implements PostgresPool {
   async connect(): Promise<GuardedSession> {
     const kind = workKind.getStore() ?? 'request';
     const limits = limitsOf(this.timeouts, kind);
-    const session = new GuardedSession(await this.pool.connect(), limits.statementMs + ANSWER_MARGIN_MS);
+    const client = await this.pool.connect();
+    if (!this.watched.has(client)) {
+      // The pool listens for errors of idle sessions only. One the server ends while it is checked out and
+      // between statements (idle in transaction past its limit, terminated) emits 'error' with nobody to hear
+      // it, which would end the process: the session is marked, and its work fails on its next statement.
+      this.watched.add(client);
+      client.on('error', (error) => this.failed.set(client, error));
+    }
+    const session = new GuardedSession(client, limits.statementMs + ANSWER_MARGIN_MS, this.failed);
     if ((this.sessionKinds.get(session.client) ?? 'request') !== kind) {
       try {
         await session.query(`select set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $2, false)`, [
@@ -210,6 +220,7 @@ class GuardedSession implements PostgresPoolClient {
   constructor(
     readonly client: pg.PoolClient,
     private readonly answerMs: number,
+    private readonly failed: WeakMap<pg.PoolClient, Error>,
   ) {}
 
   query<R>(text: string, params: readonly unknown[]): Promise<PostgresQueryResult<R>>;
@@ -218,6 +229,8 @@ class GuardedSession implements PostgresPoolClient {
     // A cursor (Kysely's streaming, unused here) reads at its own pace: passed through.
     if (typeof text !== 'string') return this.client.query(text as never);
     if (this.failure) return Promise.reject(this.failure);
+    const broken = this.failed.get(this.client);
+    if (broken) return Promise.reject(broken);
     // pg's result is what Kysely reads (its `command` typed as a plain string there).
     const answer = this.client.query<R & pg.QueryResultRow>(text, [...params]) as Promise<unknown> as Promise<PostgresQueryResult<R>>;
     return settleWithin(answer, this.answerMs, () => (this.failure = new DatabaseTimeoutError(this.answerMs)));
@@ -225,7 +238,7 @@ class GuardedSession implements PostgresPoolClient {
 
   release(): void {
     // With an error the pool closes the session (and its socket) instead of keeping it.
-    this.client.release(this.failure ?? undefined);
+    this.client.release(this.failure ?? this.failed.get(this.client) ?? undefined);
   }
 }
 

@@ -13,7 +13,9 @@ import { freshDatabase } from './support/databases.ts';
  * open, and nothing else holds it back. Readers are a second store on a pool of their own, as another
  * process would be.
  */
-const test = await freshDatabase();
+// A busy machine can leave an appender's transaction idle for more than the requests' second between two
+// statements; what is tested here is the horizon, not those limits.
+const test = await freshDatabase({ timeouts: { statementMs: 30_000, idleInTransactionMs: 30_000 } });
 
 describe('PostgreSQL event store: the read horizon', () => {
   let store: PostgresEventStore;
@@ -24,7 +26,7 @@ describe('PostgreSQL event store: the read horizon', () => {
   beforeAll(async () => {
     await migrate(test.database.db);
     store = new PostgresEventStore(test.database);
-    readers = await openPostgres(test.url, { max: 4 });
+    readers = await openPostgres(test.url, { max: 4, timeouts: { statementMs: 30_000, idleInTransactionMs: 30_000 } });
     reader = new PostgresEventStore(readers);
     await sql`create table horizon_side (id bigint generated always as identity primary key, note text not null)`.execute(test.database.db);
     await sql`create schema horizon_read_model`.execute(test.database.db);

@@ -235,7 +235,10 @@ describe.runIf(redis)('jobs: a BullMQ copy spent before its row was claimed', ()
     // The row has now waited a claim's length for a claim.
     h.advance(1 + claimMs);
     await runner.start();
-    await waitUntil(() => h.effects.get(key) === 1, 20_000, 'the row to be handed over again and run');
+    // The handler's effect comes before the row is marked done: wait for the row, then check the effect ran once.
+    const finished = async () =>
+      (await test.database.db.selectFrom('scheduled_jobs').select('status').where('id', '=', `spent-${key}`).executeTakeFirstOrThrow()).status === 'done';
+    await waitUntil(finished, 20_000, 'the row to be handed over again and run');
     const row = await test.database.db.selectFrom('scheduled_jobs').selectAll().where('id', '=', `spent-${key}`).executeTakeFirstOrThrow();
     expect(row).toMatchObject({ status: 'done', attempts: 1 });
     expect(h.effects.get(key)).toBe(1);

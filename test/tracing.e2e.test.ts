@@ -132,7 +132,7 @@ describe('tracing with OpenTelemetry', () => {
       actions: [{ key: 'ran-5k', category: 'participation', criteria: [], xp: 10, isSkippable: false, details }],
       rewardDistribution: { points: 50, xp: 5, rewardAllocations: [], numberOfRewardsToReceive: 0 },
     });
-  });
+  }, 180_000); // a CLI and three real processes start on a machine that may be busy
 
   afterAll(async () => {
     for (const role of [...processes.keys()]) await stopRole(role);

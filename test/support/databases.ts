@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { openPostgres, type Database } from '../../infra/database.ts';
+import { openPostgres, type Database, type PostgresOptions } from '../../infra/database.ts';
 
 export interface TestDatabase {
   database: Database;
@@ -16,8 +16,8 @@ export interface TestDatabase {
  */
 export const adminUrl = () => process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-/** A database of this test file's own on the test server. */
-export async function freshDatabase(): Promise<TestDatabase> {
+/** A database of this test file's own on the test server (`options`: its pool's, e.g. longer timeouts). */
+export async function freshDatabase(options: PostgresOptions = {}): Promise<TestDatabase> {
   const admin = new pg.Client({ connectionString: adminUrl() });
   try {
     await admin.connect();
@@ -29,7 +29,7 @@ export async function freshDatabase(): Promise<TestDatabase> {
   await admin.end();
   const url = new URL(adminUrl());
   url.pathname = `/${name}`;
-  const database = await openPostgres(url.toString());
+  const database = await openPostgres(url.toString(), options);
   return {
     database,
     url: url.toString(),
