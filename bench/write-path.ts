@@ -805,7 +805,12 @@ export function writePathReport(result: WritePathResult): string {
         ? `${rate(s, run.eventsPerRequest)}, p50 ${ms(s.p50Ms)}, p99 ${ms(s.p99Ms)}${mode.mode === 'embedded' && run.healthz ? `; /healthz p99 ${ms(run.healthz.p99)}` : ''}${problems(s)}`
         : (run.unavailable ?? '-');
       const reference = run.reference ? `${rate(run.reference, run.eventsPerRequest)}, p99 ${ms(run.reference.p99Ms)}${problems(run.reference)}` : '-';
-      const statements = s ? (run.statementsPerRequest === null ? 'n/a' : n(run.statementsPerRequest, 1)) : '';
+      const perRequest = run.statementsPerRequest;
+      const statements = !s
+        ? ''
+        : perRequest === null
+          ? 'n/a'
+          : `${n(perRequest, 1)}${run.eventsPerRequest > 1 ? ` (${n(perRequest / run.eventsPerRequest, 2)} per event)` : ''}`;
       const target = run.target ? `${run.target.text}: ${run.target.met ? 'met' : '**missed**'}` : '';
       rows.push([MODE_TITLES[mode.mode], run.label, String(run.connections), service, reference, x(run.ratio), statements, target]);
     }
