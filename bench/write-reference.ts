@@ -2,9 +2,10 @@
  * The write path's reference (bench/write-path.ts runs it in a process of its own): a bare `node:http` server
  * doing the least a durable write must do. It reads the request's body, parses it as JSON, and inserts it as
  * one JSONB row with a unique key through a `pg` pool of the service's size, then answers 200 with the
- * key(s). A body with an `events` array (a batch) becomes that many rows in one INSERT (`unnest`), the same
- * number of rows the service appends. The key is the event's `nonce` when it has one (so a nonce costs a
- * unique-index check, as it does in the service), a random UUID otherwise.
+ * number of rows. A body that is an array (a batch, as `POST /events/custom/batch` takes it) becomes that
+ * many rows in one INSERT (`unnest`), the same number of events the service appends. The key is the event's
+ * `nonce` when it has one (so a nonce costs a unique-index check, as it does in the service), a random UUID
+ * otherwise.
  *
  *   REFERENCE_DATABASE_URL=postgres://... REFERENCE_POOL_SIZE=10 npx tsx bench/write-reference.ts
  *
@@ -45,20 +46,20 @@ const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
-    let body: Json;
+    let body: Json | Json[];
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json;
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Json | Json[];
       if (typeof body !== 'object' || body === null) throw new Error('not an object');
     } catch {
-      return reply(res, 400, { code: 'VALIDATION_ERROR', message: 'The body is not a JSON object' });
+      return reply(res, 400, { code: 'VALIDATION_ERROR', message: 'The body is neither a JSON object nor an array' });
     }
-    const events = Array.isArray(body.events) ? (body.events as Json[]) : null;
+    const events = Array.isArray(body) ? body : null;
     const insert = events
       ? pool.query(`insert into ${TABLE} (id, data) select * from unnest($1::text[], $2::jsonb[])`, [
           events.map(keyOf),
           events.map((event) => JSON.stringify(event)),
         ])
-      : pool.query(`insert into ${TABLE} (id, data) values ($1, $2)`, [keyOf(body), JSON.stringify(body)]);
+      : pool.query(`insert into ${TABLE} (id, data) values ($1, $2)`, [keyOf(body as Json), JSON.stringify(body)]);
     insert.then(
       (result) => reply(res, 200, { inserted: result.rowCount }),
       (error: unknown) => reply(res, 500, { code: 'INTERNAL_ERROR', message: String(error) }),
