@@ -211,7 +211,7 @@ export function processSampler(pid: number): { firstRssMb(): number | null; stop
 const CLOCK_TICKS = 100;
 
 /** User + system CPU ticks of a local process, from /proc; null when not readable (another machine, another OS). */
-function cpuTicksOf(pid: number): number | null {
+export function cpuTicksOf(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) is in parentheses and may hold spaces: count fields after its closing one.

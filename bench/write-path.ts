@@ -37,6 +37,7 @@ import { dataFolderOf, readPostmaster } from '../infra/embedded-postgres.ts';
 import {
   PeakSampler,
   commitDescription,
+  cpuTicksOf,
   formatNumber,
   replaceReadmeSection,
   percentiles,
@@ -477,16 +478,8 @@ async function statementsCounter(port: number): Promise<number | null> {
   }
 }
 
-/** CPU ticks (1/100 s) a process has used. */
-function cpuTicks(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
-  } catch {
-    return 0;
-  }
-}
+/** CPU ticks (1/100 s) a process has used; 0 when it cannot be read. */
+const cpuTicks = (pid: number) => cpuTicksOf(pid) ?? 0;
 
 /** Waits (at most SETTLE_SECONDS) until the service is idle: its projectors and jobs catch up between runs. */
 async function settle(pid: number): Promise<void> {
