@@ -757,6 +757,12 @@ const MODE_TITLES: Record<Mode, string> = {
   embedded: 'embedded (`npm start`, no DATABASE_URL)',
 };
 
+/** Throughput and latency of a run; a run in which no request was answered says so instead. */
+function figures(result: LoadResult, eventsPerRequest: number): string {
+  if (result.requests === 0) return `**no answer within the ${n(result.seconds, 1)} s run**`;
+  return `${rate(result, eventsPerRequest)}, p50 ${ms(result.p50Ms)}, p99 ${ms(result.p99Ms)}`;
+}
+
 function rate(result: LoadResult, eventsPerRequest: number): string {
   const cpu = result.cpuMsPerRequest === null ? '' : `, ${n(result.cpuMsPerRequest, result.cpuMsPerRequest < 10 ? 2 : 1)} ms CPU/req`;
   return eventsPerRequest > 1
@@ -794,9 +800,9 @@ export function writePathReport(result: WritePathResult): string {
     for (const run of mode.runs) {
       const s = run.service;
       const service = s
-        ? `${rate(s, run.eventsPerRequest)}, p50 ${ms(s.p50Ms)}, p99 ${ms(s.p99Ms)}${mode.mode === 'embedded' && run.healthz ? `; /healthz p99 ${ms(run.healthz.p99)}` : ''}${problems(s)}`
+        ? `${figures(s, run.eventsPerRequest)}${mode.mode === 'embedded' && run.healthz ? `; /healthz p99 ${ms(run.healthz.p99)}` : ''}${problems(s)}`
         : (run.unavailable ?? '-');
-      const reference = run.reference ? `${rate(run.reference, run.eventsPerRequest)}, p99 ${ms(run.reference.p99Ms)}${problems(run.reference)}` : '-';
+      const reference = run.reference ? `${figures(run.reference, run.eventsPerRequest)}${problems(run.reference)}` : '-';
       const perRequest = run.statementsPerRequest;
       const statements = !s
         ? ''
