@@ -18,7 +18,8 @@ import type { EventStoreResult } from './event-store.ts';
 import type { LiveLagResult } from './live-lag.ts';
 import type { StoreInfo } from './million-store.ts';
 import type { RebuildResult } from './rebuild.ts';
-import { adminClient, formatNumber } from './support.ts';
+import { adminClient, formatNumber, replaceReadmeSection } from './support.ts';
+import { README_END as WRITE_END, README_START as WRITE_START, writePathReport, type WritePathResult } from './write-path.ts';
 
 interface Outcome<T> {
   result?: T;
@@ -69,19 +70,24 @@ async function main(): Promise<void> {
   const store = await runChild<StoreInfo>('The realistic store', 'bench/million-store.ts', { regenerate: true });
   const rebuild = store.result ? await runChild<RebuildResult>('Rebuild of every read model', 'bench/rebuild.ts') : { error: 'no store', seconds: 0 };
   const lag = await runChild<LiveLagResult>('Live lag', 'bench/live-lag.ts');
+  const writePath = await runChild<WritePathResult>('Write path', 'bench/write-path.ts');
   const totalSeconds = (performance.now() - started) / 1000;
 
   const context = await runContext(totalSeconds);
   const markdown = report(context, eventStore, store, rebuild, lag);
-  console.log(`\n${markdown}`);
+  const writeMarkdown = writePath.result ? writePathReport(writePath.result) : `Write path: ${failed(writePath)}`;
+  console.log(`\n${markdown}\n\n${writeMarkdown}\n`);
 
-  const results = { ...context, eventStore, store, rebuild, lag };
+  const results = { ...context, eventStore, store, rebuild, lag, writePath };
   mkdirSync('bench/results', { recursive: true });
   writeFileSync('bench/results/latest.json', JSON.stringify(results, null, 2));
   writeFileSync(`bench/results/bench-${context.date.replaceAll(':', '-')}.json`, JSON.stringify(results, null, 2));
-  updateReadme(markdown);
+  replaceReadmeSection(START_MARK, END_MARK, markdown);
+  replaceReadmeSection(WRITE_START, WRITE_END, writeMarkdown);
   console.log(`Results: bench/results/latest.json; table: ${README}. Total ${totalSeconds.toFixed(0)} s.`);
-  const crashed = [eventStore, store, rebuild, lag].filter((outcome) => outcome.error);
+  const crashed = [eventStore, store, rebuild, lag, writePath].filter((outcome) => outcome.error);
+  // A write-path mode that could not run (its service did not start) crashed too; missed targets did not.
+  if (writePath.result?.modes.some((mode) => mode.error)) crashed.push(writePath);
   if (crashed.length > 0) process.exitCode = 1;
 }
 
@@ -255,19 +261,6 @@ function report(
 function table(header: string[], rows: string[][]): string {
   const line = (cells: string[]) => `| ${cells.map((cell) => cell.replaceAll('|', '\\|')).join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
-}
-
-function updateReadme(markdown: string): void {
-  let text: string;
-  try {
-    text = readFileSync(README, 'utf8');
-  } catch {
-    return;
-  }
-  const start = text.indexOf(START_MARK);
-  const end = text.indexOf(END_MARK);
-  if (start < 0 || end < start) return;
-  writeFileSync(README, `${text.slice(0, start + START_MARK.length)}\n${markdown}\n${text.slice(end)}`);
 }
 
 await main();

@@ -3,6 +3,7 @@
  * with error handlers on every client so a terminated connection never crashes the run), percentiles,
  * and samplers of the process's memory and of its PostgreSQL connections.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
@@ -210,7 +211,7 @@ export function processSampler(pid: number): { firstRssMb(): number | null; stop
 const CLOCK_TICKS = 100;
 
 /** User + system CPU ticks of a local process, from /proc; null when not readable (another machine, another OS). */
-function cpuTicksOf(pid: number): number | null {
+export function cpuTicksOf(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) is in parentheses and may hold spaces: count fields after its closing one.
@@ -245,4 +246,34 @@ export function runIfMain(moduleUrl: string, main: () => Promise<unknown>): void
 
 export function formatNumber(value: number, digits = 0): string {
   return Number.isFinite(value) ? value.toLocaleString('en-GB', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '-';
+}
+
+/** The commit the run measures: its short hash, and whether tracked files were changed since. */
+export function commitDescription(): string {
+  const git = (args: string[]) => {
+    try {
+      return execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      return '';
+    }
+  };
+  const dirty = git(['status', '--porcelain', '--untracked-files=no']) !== '';
+  return `${git(['rev-parse', '--short', 'HEAD']) || 'unknown'}${dirty ? ' (with local changes)' : ''}`;
+}
+
+/**
+ * Replaces what stands between two markers of bench/README.md with `markdown`; does nothing when the file
+ * or a marker is missing.
+ */
+export function replaceReadmeSection(startMark: string, endMark: string, markdown: string, file = 'bench/README.md'): void {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return;
+  }
+  const start = text.indexOf(startMark);
+  const end = text.indexOf(endMark);
+  if (start < 0 || end < start) return;
+  writeFileSync(file, `${text.slice(0, start + startMark.length)}\n${markdown}\n${text.slice(end)}`);
 }
