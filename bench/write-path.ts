@@ -240,8 +240,8 @@ async function startProcess(args: string[], env: NodeJS.ProcessEnv, portOf: (lin
     if (port !== null) return;
     for (const line of log.split('\n')) port ??= portOf(line);
   };
-  child.stdout!.on('data', take);
-  child.stderr!.on('data', take);
+  child.stdout.on('data', take);
+  child.stderr.on('data', take);
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = once(child, 'exit');
@@ -689,7 +689,7 @@ function targetOf(mode: Mode, scenario: Scenario, run: ScenarioRun): { text: str
   const ratioMet = clean && run.ratio !== null && run.ratio >= TARGETS[mode].ratio;
   if (mode === 'command-api') {
     const { ratio, p99MsAt16 } = TARGETS['command-api'];
-    if (run.connections === 16) return { text: `≥ ${ratio}×, p99 ≤ ${p99MsAt16} ms`, met: ratioMet && s!.p99Ms <= p99MsAt16 };
+    if (run.connections === 16) return { text: `≥ ${ratio}×, p99 ≤ ${p99MsAt16} ms`, met: ratioMet && s.p99Ms <= p99MsAt16 };
     return { text: `≥ ${ratio}×`, met: ratioMet };
   }
   if (mode === 'embedded') {
@@ -712,7 +712,7 @@ export async function main(): Promise<WritePathResult> {
       process.execPath,
       ['--input-type=module', '-e', "await (await import('./bin/build.mjs')).ensureBuilt()"],
       { cwd: ROOT, timeout: 300_000 },
-      (error) => (error ? reject(error) : resolve()),
+      (error) => (error ? reject(new Error(`building the service failed: ${error.message}`, { cause: error })) : resolve()),
     ),
   );
   const modes: ModeResult[] = [];
