@@ -48,17 +48,18 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   const known = toHttpError(error);
   if (!known) req.log?.error({ err: error }, 'unhandled error');
   const answer = known ?? new HttpError(500, 'INTERNAL_SERVER_ERROR', 'Internal server error');
-  const body: ErrorBody = { message: answer.message, code: answer.code };
-  if (answer.issues) body.issues = answer.issues;
   if (res.headersSent) return;
-  res.status(answer.status).set(answer.headers).json(body);
+  res.status(answer.status).set(answer.headers).json(errorBodyOf(answer));
 };
 
 /** The contract's answer to a known error (what the error handler sends for it), or null for an unexpected one. */
 export function knownErrorAnswer(error: unknown): { status: number; body: ErrorBody } | null {
   const known = toHttpError(error);
-  if (!known) return null;
-  return { status: known.status, body: { message: known.message, code: known.code, ...(known.issues ? { issues: known.issues } : {}) } };
+  return known ? { status: known.status, body: errorBodyOf(known) } : null;
+}
+
+function errorBodyOf(error: HttpError): ErrorBody {
+  return { message: error.message, code: error.code, ...(error.issues ? { issues: error.issues } : {}) };
 }
 
 function toHttpError(error: unknown): HttpError | null {
