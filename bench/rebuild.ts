@@ -102,17 +102,13 @@ export async function benchRebuild(): Promise<RebuildResult> {
     const nodeFlags = process.env.BENCH_REBUILD_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
     const connections = await connectionSampler(store.database, RUNNER_APPLICATION);
     const started = performance.now();
+    // As `npx engage` runs it: the file itself, through its shebang (one node, the heap bound it names); with
+    // node flags, `node <flags> bin/engage.mjs` (which starts the rebuild in a bounded node of its own unless a
+    // flag bounds the heap).
+    const command = nodeFlags.length > 0 ? [process.execPath, ...nodeFlags, 'bin/engage.mjs'] : ['bin/engage.mjs'];
     const child = spawn(
-      process.execPath,
-      [
-        ...nodeFlags,
-        'bin/engage.mjs',
-        'projections',
-        'rebuild',
-        ...(only ? readModels.map((projection) => projection.name) : ['--all']),
-        '--json',
-        '--no-progress',
-      ],
+      command[0]!,
+      [...command.slice(1), 'projections', 'rebuild', ...(only ? readModels.map((projection) => projection.name) : ['--all']), '--json', '--no-progress'],
       {
         env: {
           ...process.env,

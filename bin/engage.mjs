@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-old-space-size=400
 // The `engage` command (`npx engage ...`), compiled (bin/build.mjs builds it when needed).
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -7,13 +7,15 @@ import { ensureBuilt } from './build.mjs';
 await ensureBuilt();
 
 /**
- * `projections rebuild` folds the whole log: it runs in a node of its own with a bounded heap, so V8 collects
- * as it goes instead of growing the process to half a gigabyte of garbage (the live set is bounded by the
- * shared log's cache and the building window). ENGAGE_REBUILD_HEAP_MB sets the bound (0: none); a heap size
- * given in NODE_OPTIONS or on node's command line wins. Signals reach the rebuild through this launcher, which
- * ends with its exit code.
+ * `projections rebuild` folds the whole log: V8's old generation is bounded (400 MB, the shebang's flag, so
+ * `npx engage` runs in one process), so V8 collects as it goes instead of growing the process to 600 MB of
+ * garbage, while leaving the collector room enough not to eat the rebuild's time (a 160 MB bound spent a
+ * quarter of the process in the collector). What a rebuild keeps is bounded by the shared log's cache and
+ * the building window. Run as `node bin/engage.mjs` (no heap flag), a rebuild starts itself again in a
+ * node with the bound: ENGAGE_REBUILD_HEAP_MB sets it (0: none); a heap size given in NODE_OPTIONS or on
+ * node's command line wins. Signals reach that rebuild through this launcher, which ends with its exit code.
  */
-const HEAP_MB = Number(process.env.ENGAGE_REBUILD_HEAP_MB ?? 160);
+const HEAP_MB = Number(process.env.ENGAGE_REBUILD_HEAP_MB ?? 400);
 const args = process.argv.slice(2);
 const isRebuild = args[0] === 'projections' && args[1] === 'rebuild';
 const heapGiven = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((flag) => flag.startsWith('--max-old-space-size'));

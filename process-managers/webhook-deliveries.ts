@@ -259,7 +259,7 @@ export const webhookDeliveries = defineProcessManager<WebhookDeliveryState, Hand
     }
 
     await endpoints.save();
-    await leaderboards.save(db, (row) => columnsOf(row, ['state']));
+    await leaderboards.save(db);
     await assets.save(db);
     await appendAll(context, appends);
   },

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { challengeDecider, type ChallengeEvent, type ChallengeRecord, type ChallengeState } from '../domain/challenge.ts';
-import { columnsOf, type Held, type Json, type Timestamp } from './columns.ts';
+import { type Held, type Json, type Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 
@@ -134,7 +134,7 @@ export const challengesProjection = defineProjection<ChallengeTables, ChallengeE
       }
     }
 
-    await challenges.save(db, (row) => columnsOf(row, ['document']));
+    await challenges.save(db);
     await actions.save(db);
   },
 });

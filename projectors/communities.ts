@@ -1,5 +1,5 @@
 import type { CommunityEvent, LocalisedDetails } from '../domain/community.ts';
-import { columnsOf, type Held, type Json, type Timestamp } from './columns.ts';
+import { type Held, type Json, type Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 
@@ -87,6 +87,6 @@ export const communitiesProjection = defineProjection<CommunityTables, Community
         }
       }
     }
-    await communities.save(db, (row) => columnsOf(row, ['details']));
+    await communities.save(db);
   },
 });

@@ -1,6 +1,6 @@
 import type { CustomEventPayload } from '../domain/custom-event.ts';
 import type { CustomEventLinkEvent } from '../domain/custom-event-link.ts';
-import { columnsOf, type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 
@@ -136,7 +136,7 @@ export const customEventLinksProjection = defineProjection<CustomEventLinkTables
         }
       }
     }
-    await links.save(db, (row) => columnsOf(row, ['payload']));
-    await redemptions.save(db, (row) => columnsOf(row));
+    await links.save(db);
+    await redemptions.save(db);
   },
 });

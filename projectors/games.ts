@@ -1,5 +1,5 @@
 import { gameDecider, type GameEvent, type GameRecord, type GameState } from '../domain/game.ts';
-import { columnsOf, type Held, type Json, type Timestamp } from './columns.ts';
+import { type Held, type Json, type Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 
@@ -55,7 +55,7 @@ export const gamesProjection = defineProjection<GameTables, GameEvent>({
       if (!row) throw new Error(`${event.type} for game ${gameId}, which the read model does not hold`);
       games.set({ ...row, document: recordOf(gameDecider.evolve({ exists: true, ...row.document }, event)) });
     }
-    await games.save(db, (row) => columnsOf(row, ['document']));
+    await games.save(db);
   },
 });
 

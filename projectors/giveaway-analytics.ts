@@ -233,7 +233,7 @@ export const giveawayAnalyticsProjection = defineProjection<GiveawayAnalyticsTab
       else recordDraw(fold, event.data);
     }
 
-    await fold.giveaways.save(db, (row) => ({ ...row, details: JSON.stringify(row.details) }));
+    await fold.giveaways.save(db);
     await fold.participants.save(db);
     await fold.days.write(db);
     await writeDrawings(db, [...fold.drawings.values()]);

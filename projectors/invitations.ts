@@ -1,6 +1,6 @@
 import type { InvitationEvent } from '../domain/invitation.ts';
 import { scheduleJobs, type DueJob } from '../infra/jobs.ts';
-import { columnsOf, type Held, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { type Held, type NullableTimestamp, type Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 import { INVITATION_EMAIL_JOB } from '../domain/jobs.ts';
@@ -102,7 +102,7 @@ export const invitationsProjection = defineProjection<InvitationTables, Invitati
         }
       }
     }
-    await invitations.save(db, (row) => columnsOf(row));
+    await invitations.save(db);
     // In the batch's transaction: the job exists exactly when its invitation does.
     await scheduleJobs(db, [...jobs.values()]);
   },

@@ -271,7 +271,7 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
     await freeze(db, closed);
     await timeZones.save();
     await leaderboards.save(db);
-    await variables.save(db, (row) => ({ ...row, variables: JSON.stringify(row.variables) }));
+    await variables.save(db);
   },
 });
 

@@ -9,7 +9,7 @@ import {
   type Period,
   type RankReward,
 } from '../domain/leaderboard.ts';
-import { columnsOf, type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 
@@ -192,7 +192,7 @@ export const leaderboardsProjection = defineProjection<LeaderboardTables, Leader
       }
     }
 
-    await leaderboards.save(db, (row) => columnsOf(row, ['conditions', 'rewards_config']));
+    await leaderboards.save(db);
     if (distributions.size === 0) return;
     const assigned = [...distributions.keys()].map((key) => JSON.parse(key) as [string, string]);
     await db

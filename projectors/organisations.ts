@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { ApiFamily, DomainKind, DomainNameEvent, DomainStatus, OrganisationEvent } from '../domain/organisation.ts';
 import { TENANCY_CHANNEL } from '../infra/tenancy-channel.ts';
-import { columnsOf, type Held, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { type Held, type NullableTimestamp, type Timestamp } from './columns.ts';
 import { defineProjection, type Recorded } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 
@@ -265,9 +265,9 @@ export const organisationsProjection = defineProjection<OrganisationTables, Orga
       }
     }
 
-    await organisations.save(db, (row) => columnsOf(row));
-    await domains.save(db, (row) => columnsOf(row));
-    await tokens.save(db, (row) => columnsOf(row));
+    await organisations.save(db);
+    await domains.save(db);
+    await tokens.save(db);
     if (events.some((event) => !ADDS_ONLY.has(event.type))) await bumpTenancyVersion(db);
   },
 });

@@ -119,17 +119,7 @@ export const rewardAssetsProjection = defineProjection<RewardAssetTables, Reward
       events.map((event) => ({ id: event.data.assetId })),
     );
     for (const event of events) foldAsset(assets, event);
-    await assets.save(db, (row) => ({
-      ...row,
-      details: JSON.stringify(row.details),
-      tags: JSON.stringify(row.tags),
-      campaigns: JSON.stringify(row.campaigns),
-      additional_community_ids: JSON.stringify(row.additional_community_ids),
-      metadata: JSON.stringify(row.metadata),
-      redeemable: JSON.stringify(row.redeemable),
-      // SQL null, not the JSON value null.
-      redemption_information: row.redemption_information === null ? null : JSON.stringify(row.redemption_information),
-    }));
+    await assets.save(db);
   },
 });
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { LocalisedDetails } from '../domain/localised-details.ts';
 import type { Redeemable, RewardEvent, RewardKind } from '../domain/reward.ts';
-import { columnsOf, type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 
@@ -31,8 +31,6 @@ export interface RewardRow {
 export interface RewardTables {
   rewards: RewardRow;
 }
-
-const JSON_COLUMNS = ['details', 'tags', 'campaigns', 'additional_community_ids', 'metadata', 'redeemable'] as const;
 
 /**
  * Rewards as the admin API shows them, and as the distribution engine and analytics join them: one row
@@ -134,6 +132,6 @@ export const rewardsProjection = defineProjection<RewardTables, Extract<RewardEv
         }
       }
     }
-    await rewards.save(db, (row) => columnsOf(row, JSON_COLUMNS));
+    await rewards.save(db);
   },
 });

@@ -73,28 +73,31 @@ export class RowBatch<Row extends object> {
   }
 
   /**
-   * Writes the batch: deletes first, then one upsert of every changed row (all of its columns). `serialise`
-   * turns a row into column values (JSON columns to text, say).
+   * Writes the batch: deletes first, then one upsert of every changed row (all of its columns), the rows as
+   * one JSON parameter read with the table's own row type (`recordsetOf`): a jsonb column takes the value
+   * held (an object, an array; null is SQL null), a Date its ISO text. Kysely's multi-row `values` sent a
+   * parameter per column per row, a fifth of a rebuild's Node time went into building and sending them.
    */
-  async save(db: UntypedDb, serialise: (row: Row) => Record<string, unknown> = (row) => ({ ...(row as Record<string, unknown>) })): Promise<void> {
+  async save(db: UntypedDb): Promise<void> {
     if (this.deleted.size > 0) {
       await db
         .deleteFrom(this.table)
         .where(this.keyIn([...this.deleted.values()]))
         .execute();
     }
-    const rows = [...this.changed].map((id) => serialise(this.rows.get(id)!));
-    for (let start = 0; start < rows.length; start += 1000) {
-      const chunk = rows.slice(start, start + 1000);
-      const columns = Object.keys(chunk[0]!).filter((column) => !this.keyColumns.includes(column as keyof Row & string));
+    if (this.changed.size > 0) {
+      const rows = [...this.changed].map((id) => this.rows.get(id)!);
+      const columns = Object.keys(rows[0]!);
+      const updated = columns.filter((column) => !this.keyColumns.includes(column as keyof Row & string));
       await db
         .insertInto(this.table)
-        .values(chunk)
+        .columns(columns)
+        .expression(recordsetOf(this.table, columns, rows))
         .onConflict((oc) => {
           const target = oc.columns([...this.keyColumns]);
-          return columns.length === 0
+          return updated.length === 0
             ? target.doNothing()
-            : target.doUpdateSet(Object.fromEntries(columns.map((column) => [column, sql.ref(`excluded.${column}`)])));
+            : target.doUpdateSet(Object.fromEntries(updated.map((column) => [column, sql.ref(`excluded.${column}`)])));
         })
         .execute();
     }

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { SocialHandles, UserEvent, UserProfile } from '../domain/user.ts';
 import type { VariableValue } from '../domain/variable-config.ts';
-import { columnsOf, type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 
@@ -128,7 +128,7 @@ export const usersProjection = defineProjection<UserTables, UserEvent>({
         }
       }
     }
-    await users.save(db, (row) => columnsOf(row, ['social_handles', 'variables']));
+    await users.save(db);
   },
 });
 

@@ -8,7 +8,7 @@ import type {
   WebhookStatus,
   WebhookStatusReason,
 } from '../domain/webhook.ts';
-import { columnsOf, type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import { type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 
@@ -252,7 +252,7 @@ export const webhooksProjection = defineProjection<WebhookTables, WebhookEvent |
         }
       }
     }
-    await webhooks.save(db, (row) => columnsOf(row, ['event_types']));
-    await deliveries.save(db, (row) => columnsOf(row, ['payload', 'source', 'attempts']));
+    await webhooks.save(db);
+    await deliveries.save(db);
   },
 });

@@ -24,6 +24,8 @@ export interface RuntimeOptions {
   buildingBatchPages?: number;
   buildingBatchEvents?: number;
   idlePollMs?: number;
+  /** Events a process manager handles in one transaction (see WorkerOptions). */
+  processManagerBatch?: number;
   /** Called inside a batch's transaction after its events were applied and before its checkpoint commits. */
   onBatchApplied?: (name: string, generation: number, batch: SubscriptionBatch) => Promise<void> | void;
 }
@@ -105,6 +107,7 @@ export class ProjectionRunner {
           logger: this.logger,
           options: {
             idlePollMs: this.options.idlePollMs,
+            processManagerBatch: this.options.processManagerBatch,
             onBatchApplied: this.options.onBatchApplied,
             buildingBatchPages: this.options.buildingBatchPages,
             buildingBatchEvents: this.options.buildingBatchEvents,

@@ -14,7 +14,12 @@ import { backoff, isTransient, sleep } from './transient.ts';
 export interface WorkerOptions {
   /** How long a consumer at the head sleeps without a wake-up before it looks again (a wake-up is a hint). */
   idlePollMs?: number;
-  /** Events a process manager handles in one transaction: its appends hold the read horizon until it commits. */
+  /**
+   * Events a process manager handles in one transaction (default 50). Its appends hold the read horizon from
+   * its first write until it commits, so every reader waits for its slice: at the engine's pace, 500 events
+   * held it for about a second and made a read model's lag p99 2.2 s under a steady write load, 50 for tens
+   * of milliseconds.
+   */
   processManagerBatch?: number;
   /** A building generation's batch: at most this many pages of the log (default 4) ... */
   buildingBatchPages?: number;
@@ -212,7 +217,7 @@ export class GenerationWorker {
 
   /** A page's events for this consumer, in one transaction (a process manager's in slices, each with its checkpoint). */
   private async applyPage(events: RecordedEvent[], from: Position | null, to: Position | null): Promise<void> {
-    const slice = this.consumer.kind === 'process-manager' ? (this.deps.options.processManagerBatch ?? 500) : events.length;
+    const slice = this.consumer.kind === 'process-manager' ? (this.deps.options.processManagerBatch ?? 50) : events.length;
     let checkpoint = from;
     for (let start = 0; start < events.length; start += slice) {
       const part = events.slice(start, start + slice);
