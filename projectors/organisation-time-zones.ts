@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { OrganisationEvent } from '../domain/organisation.ts';
 import { withTableTypes, type UntypedDb } from '../infra/database.ts';
-import type { Recorded } from './runtime/consumer.ts';
+import type { Recorded } from './projection.ts';
 
 /**
  * The organisations' time zones, as a read model or process manager that needs them keeps its own copy (a

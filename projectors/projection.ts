@@ -1,8 +1,13 @@
 import type { Kysely, Migration } from 'kysely';
 import { withTableTypes } from '../infra/database.ts';
-import type { Consumer, Recorded } from './runtime/consumer.ts';
+import type { LoggedEvent } from '../infra/event-store/port.ts';
+import type { Consumer } from './runtime/consumer.ts';
 
-export type { Recorded } from './runtime/consumer.ts';
+/**
+ * An event as a read model sees it: a domain event union as the log records it, without its metadata (who
+ * and why: what process managers and replays look at). A runner of read models only leaves it unread.
+ */
+export type Recorded<E extends { type: string; data: unknown }> = E extends unknown ? LoggedEvent<E['type'], E['data']> : never;
 
 /**
  * A read model: its tables (declared as a TypeScript interface beside its migrations, `Kysely<Tables>`),
@@ -45,7 +50,7 @@ export function defineProjection<Tables, E extends { type: string; data: unknown
     migrations: definition.migrations,
     canHandle: new Set<string>(definition.canHandle),
     ...(definition.onFailure ? { onFailure: definition.onFailure } : {}),
-    // The runtime hands over only events whose type is in `canHandle`, so the narrowing holds.
-    apply: (db, events) => definition.apply(withTableTypes<Tables>(db), events as readonly Recorded<E>[]),
+    // The runtime hands over only events whose type is in `canHandle`, so the narrowing holds (a read model never reads the metadata).
+    apply: (db, events) => definition.apply(withTableTypes<Tables>(db), events as readonly LoggedEvent[] as readonly Recorded<E>[]),
   };
 }

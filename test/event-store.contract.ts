@@ -134,6 +134,20 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
         expect(rest.events.map((e) => e.position)).toEqual(positions.slice(2));
       });
 
+      it('reads the same events without their metadata when asked to (metadata: false), or with it', async () => {
+        const cat = category();
+        const start = (await store.head())?.position ?? null;
+        await store.append(`${cat}-m`, [{ type: 'Noted', data: { n: 1 }, metadata: { correlationId: 'c-1' } }]);
+        const full = await store.readAll({ after: start, filter: { categories: [cat] }, limit: 1000 });
+        const bare = await store.readAll({ after: start, filter: { categories: [cat] }, limit: 1000, metadata: false });
+        expect(full.events[0]?.metadata.correlationId).toBe('c-1');
+        const withoutMetadata = ({ metadata: _metadata, ...event }: RecordedEvent) => event;
+        expect(bare.events.map(withoutMetadata)).toEqual(full.events.map(withoutMetadata));
+        expect(bare.checkpoint).toBe(full.checkpoint);
+        // A store that can leaves it unread; what comes instead is never someone else's metadata.
+        expect([{}, full.events[0]?.metadata]).toContainEqual(bare.events[0]?.metadata);
+      });
+
       it('pages with a limit and reports the end', async () => {
         const cat = category();
         const start = (await store.head())?.position ?? null;

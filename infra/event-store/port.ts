@@ -28,15 +28,19 @@ export interface NewEvent<Type extends string = string, Data = unknown> {
   metadata?: EventMetadata;
 }
 
-export interface RecordedEvent<Type extends string = string, Data = unknown> {
+/** An event as the log records it, without its metadata: what a read model sees. */
+export interface LoggedEvent<Type extends string = string, Data = unknown> {
   id: string;
   type: Type;
   stream: string;
   revision: bigint;
   position: Position;
   data: Data;
-  metadata: EventMetadata;
   createdAt: Date;
+}
+
+export interface RecordedEvent<Type extends string = string, Data = unknown> extends LoggedEvent<Type, Data> {
+  metadata: EventMetadata;
 }
 
 export interface StreamAppend {
@@ -72,6 +76,11 @@ export interface ReadAllOptions {
   until?: Position | null;
   limit?: number;
   filter?: EventFilter;
+  /**
+   * false: the events come without their metadata (an empty object in its place), for readers that never
+   * look at it (read models): a store that can leaves it unread. Default true.
+   */
+  metadata?: boolean;
 }
 
 export interface ReadAllPage {

@@ -9,6 +9,7 @@ import {
   formatPosition,
   parsePosition,
   type AppendResult,
+  type EventMetadata,
   type EventFilter,
   type EventStore,
   type ExpectedRevision,
@@ -127,7 +128,8 @@ interface EventRow {
   event_id: string;
   event_type: string;
   data: unknown;
-  metadata: Record<string, unknown>;
+  /** Null when the read left it out (`metadata: false`). */
+  metadata: EventMetadata | null;
   /** Epoch milliseconds: a number is several times cheaper to turn into a Date than a timestamp's text. */
   created_at: number;
   matches?: boolean;
@@ -393,7 +395,7 @@ export class PostgresEventStore implements EventStore {
     // be the text alias of the select list, and '1000' sorts before '999'.
     const rows = (
       await sql<EventRow>`/* engage:log-read */
-      select ${sql.join(eventColumns)}, ${matchesSql(filter)} as matches
+      select ${sql.join(options.metadata === false ? eventColumnsWithoutMetadata : eventColumns)}, ${matchesSql(filter)} as matches
       from es_events
       where transaction_id < ${horizon}::xid8
         ${after ? sql`and (transaction_id, global_position) > (${after.major.toString()}::xid8, ${after.minor.toString()}::bigint)` : sql``}
@@ -508,6 +510,10 @@ const eventColumns = [
   sql`floor(extract(epoch from created_at) * 1000)::float8 as created_at`,
 ];
 
+/** For readers that never look at the metadata: a third of an event's JSON, neither sent nor parsed. */
+const eventColumnsWithoutMetadata = eventColumns.map((column, index) => (index === 6 ? sql`null::jsonb as metadata` : column));
+const NO_METADATA: EventMetadata = Object.freeze({});
+
 function matchesSql(filter: EventFilter | undefined) {
   const conditions = [sql`true`];
   if (filter?.eventTypes) conditions.push(sql`event_type = any(${[...filter.eventTypes]}::text[])`);
@@ -523,7 +529,7 @@ function toRecorded(row: EventRow): RecordedEvent {
     revision: BigInt(row.stream_revision),
     position: row.position,
     data: row.data,
-    metadata: row.metadata,
+    metadata: row.metadata ?? NO_METADATA,
     createdAt: new Date(row.created_at),
   };
 }

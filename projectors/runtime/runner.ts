@@ -59,6 +59,8 @@ export class ProjectionRunner {
       pageSize: options.batchSize ?? 5000,
       maxCachedEvents: options.maxCachedEvents,
       buildingWindow: options.buildingWindow,
+      // A runner of read models only (a rebuild) leaves the metadata unread: they never see it.
+      metadata: consumers.some((consumer) => consumer.kind !== 'projection'),
     });
     this.moves = new CheckpointMoves(database.db);
     this.limiter = new Limiter(options.concurrency ?? 4);

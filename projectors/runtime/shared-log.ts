@@ -24,6 +24,8 @@ export interface SharedLogOptions {
    */
   buildingWindow?: number;
   maxWaitMs?: number;
+  /** Whether its consumers need the events' metadata (process managers do; read models never read it). Default true. */
+  metadata?: boolean;
 }
 
 /** Who asks for a page: the runtime's worker, so that building generations keep together. */
@@ -126,7 +128,7 @@ export class SharedLog {
     const key = after ?? '';
     const versionAtRead = this.store.appendVersion();
     const until = this.chain.get(key) ?? this.nextKnownStart(after);
-    const read = await this.store.readAll({ after, limit: this.pageSize, until });
+    const read = await this.store.readAll({ after, limit: this.pageSize, until, metadata: this.options.metadata ?? true });
     this.stats.reads++;
     if (read.checkpoint === null) return { after, events: [], checkpoint: after, isEnd: true, versionAtRead };
     this.stats.eventsRead += read.events.length;
