@@ -72,6 +72,16 @@ export class SharedLog {
     return this.fetchPage(after);
   }
 
+  /**
+   * The page after `after` if it is in memory already (another consumer read it), without reading or
+   * waiting: a live consumer that waited for its turn to write takes what arrived meanwhile into the same batch.
+   */
+  cachedPage(after: Position | null): LogPage | undefined {
+    const page = this.cached.get(after ?? '');
+    if (page) this.stats.served++;
+    return page;
+  }
+
   /** A reader is done (its worker stopped, or its generation went live): nobody waits for it any more. */
   leave(reader: LogReader): void {
     if (this.building.delete(reader.id)) this.wake();

@@ -188,9 +188,15 @@ export class GenerationWorker {
       return;
     }
     const events = page.events.filter((event) => this.consumer.canHandle.has(event.type));
-    const last = this.building ? await this.gatherBuilding(page, events) : page;
+    let last = this.building ? await this.gatherBuilding(page, events) : page;
     if (events.length === 0) await this.deps.moves.move(this.consumer.name, this.generation, from, last.checkpoint);
-    else await this.deps.limiter.run(() => this.applyPage(events, from, last.checkpoint));
+    else
+      await this.deps.limiter.run(() => {
+        // Under load a live consumer waits for its turn; the pages others read meanwhile join this batch
+        // (one transaction instead of one per page: what lets twenty consumers keep up with the head).
+        if (!this.building) last = this.gatherCached(last, events);
+        return this.applyPage(events, from, last.checkpoint);
+      });
     this.checkpoint = last.checkpoint;
     if (this.building) await this.trySwap(last.checkpoint, last.isEnd);
   }
@@ -211,6 +217,17 @@ export class GenerationWorker {
       if (next.checkpoint === last.checkpoint) break;
       for (const event of next.events) if (this.consumer.canHandle.has(event.type)) events.push(event);
       last = next;
+    }
+    return last;
+  }
+
+  /** Takes the pages after `last` that are in memory already, up to the building batch's bound; returns the last one taken. */
+  private gatherCached(last: LogPage, events: RecordedEvent[]): LogPage {
+    const maxEvents = this.deps.options.buildingBatchEvents ?? 20_000;
+    for (let next = this.deps.log.cachedPage(last.checkpoint); next && next.checkpoint !== last.checkpoint && events.length < maxEvents;) {
+      for (const event of next.events) if (this.consumer.canHandle.has(event.type)) events.push(event);
+      last = next;
+      next = this.deps.log.cachedPage(last.checkpoint);
     }
     return last;
   }
