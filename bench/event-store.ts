@@ -16,7 +16,7 @@ import { openPostgres, type Database } from '../infra/database.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { projections } from '../projectors/index.ts';
 import type { Consumer } from '../projectors/runtime/index.ts';
-import { ProjectionRunner, liveGeneration, prepareProjections } from '../projectors/runtime/index.ts';
+import { PROCESS_MANAGER_BATCH, ProjectionRunner, liveGeneration, prepareProjections } from '../projectors/runtime/index.ts';
 import { migrate } from '../service.ts';
 import { runIfMain, scratchDatabase, silentLogger } from './support.ts';
 
@@ -229,9 +229,9 @@ export async function benchEventStore(): Promise<EventStoreResult> {
 }
 
 /**
- * The engine engaging custom events from the log (one runner, batches of 500, facts appended in the batch's
- * transaction) against raw PostgreSQL doing the same durable work: per event six fact rows and a progress
- * upsert, per batch one transaction and a checkpoint update.
+ * The engine engaging custom events from the log (one runner, pages of 500, facts appended in the transaction
+ * of each slice of `PROCESS_MANAGER_BATCH` events) against raw PostgreSQL doing the same durable work: per
+ * event six fact rows and a progress upsert, per slice one transaction and a checkpoint update.
  */
 async function benchEngine(store: PostgresEventStore, database: Database, raw: pg.Pool, organisationId: string) {
   const communityId = 'c'.repeat(24);
@@ -320,12 +320,12 @@ async function benchEngine(store: PostgresEventStore, database: Database, raw: p
   await raw.query('create table raw_checkpoint (name text primary key, position bigint)');
   await raw.query(`insert into raw_checkpoint values ('engine', 0)`);
   const referenceStarted = performance.now();
-  for (let start = 0; start < engaged; start += 500) {
+  for (let start = 0; start < engaged; start += PROCESS_MANAGER_BATCH) {
     const client = await raw.connect();
     try {
       await client.query('begin');
       await client.query('update raw_checkpoint set position = $1 where name = $2', [start, 'engine']);
-      for (let i = start; i < Math.min(engaged, start + 500); i++) {
+      for (let i = start; i < Math.min(engaged, start + PROCESS_MANAGER_BATCH); i++) {
         const values = Array.from({ length: 6 }, (_, k) => `($${k * 3 + 1}, $${k * 3 + 2}, $${k * 3 + 3}, 'Fact', '{"userId":"u"}', '{}')`).join(', ');
         const parameters = Array.from({ length: 6 }, (_, k) => [randomUUID(), `engagement-${i}`, k]).flat();
         await client.query(`insert into raw_events (event_id, stream, revision, type, data, metadata) values ${values}`, parameters);

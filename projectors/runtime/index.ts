@@ -14,3 +14,4 @@ export { ProjectionRunner, type RuntimeOptions } from './runner.ts';
 export { projectionStatus, waitForProjections, type ProjectionStatus } from './status.ts';
 export { sleep } from './transient.ts';
 export type { LogPage } from './shared-log.ts';
+export { PROCESS_MANAGER_BATCH } from './worker.ts';

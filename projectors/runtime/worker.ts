@@ -29,6 +29,9 @@ export interface WorkerOptions {
   onBatchApplied?: (name: string, generation: number, batch: SubscriptionBatch) => Promise<void> | void;
 }
 
+/** Events a process manager handles in one transaction unless told otherwise (see `WorkerOptions.processManagerBatch`). */
+export const PROCESS_MANAGER_BATCH = 50;
+
 /** At most `limit` batches at once in a process, so the projections leave the pool to the API. */
 export class Limiter {
   private active = 0;
@@ -234,7 +237,7 @@ export class GenerationWorker {
 
   /** A page's events for this consumer, in one transaction (a process manager's in slices, each with its checkpoint). */
   private async applyPage(events: RecordedEvent[], from: Position | null, to: Position | null): Promise<void> {
-    const slice = this.consumer.kind === 'process-manager' ? (this.deps.options.processManagerBatch ?? 50) : events.length;
+    const slice = this.consumer.kind === 'process-manager' ? (this.deps.options.processManagerBatch ?? PROCESS_MANAGER_BATCH) : events.length;
     let checkpoint = from;
     for (let start = 0; start < events.length; start += slice) {
       const part = events.slice(start, start + slice);
