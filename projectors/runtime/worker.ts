@@ -195,9 +195,11 @@ export class GenerationWorker {
     if (events.length === 0) await this.deps.moves.move(this.consumer.name, this.generation, from, last.checkpoint);
     else
       await this.deps.limiter.run(() => {
-        // Under load a live consumer waits for its turn; the pages others read meanwhile join this batch
-        // (one transaction instead of one per page: what lets twenty consumers keep up with the head).
-        if (!this.building) last = this.gatherCached(last, events);
+        // Under load a live read model waits for its turn; the pages others read meanwhile join this batch
+        // (one transaction instead of one per page: what lets twenty read models keep up with the head). A
+        // process manager commits in slices anyway, and each page it takes alone keeps its batch in the
+        // trace of the requests that page holds.
+        if (!this.building && this.consumer.kind === 'projection') last = this.gatherCached(last, events);
         return this.applyPage(events, from, last.checkpoint);
       });
     this.checkpoint = last.checkpoint;
