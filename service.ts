@@ -21,6 +21,7 @@ import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/po
 import { ApiDescription } from './api/api-description.ts';
 import { errorHandler, unknownRoute } from './infra/http/errors.ts';
 import { createHttpApp } from './infra/http/plumbing.ts';
+import { dispatchByFirstSegment } from './infra/http/route-dispatch.ts';
 import { RateLimits } from './infra/http/rate-limits.ts';
 import type { Logger } from './infra/logging.ts';
 import { projections } from './projectors/index.ts';
@@ -223,7 +224,14 @@ function composeApp(ctx: CommandContext, redis: Redis | null, metrics: Metrics, 
   const { admin, integration, analytics } = apiFamilies(ctx);
   for (const family of [admin, integration, analytics]) {
     const mount = `/api/v2/${family.description.family}`;
-    app.use(mount, family.description.router(), refuseBlockedAddresses, requireApiToken(tokens, family.description.family), limitApiToken, ...family.routes);
+    app.use(
+      mount,
+      family.description.router(),
+      refuseBlockedAddresses,
+      requireApiToken(tokens, family.description.family),
+      limitApiToken,
+      dispatchByFirstSegment(family.routes),
+    );
   }
   app.use(unknownRoute);
   app.use(rateLimits.countFailedAuthentication);

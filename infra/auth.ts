@@ -203,9 +203,8 @@ export function requireApiToken(tokens: ApiTokens, family: ApiFamily): RequestHa
     if (!families.includes(family)) throw forbidden(`This token does not grant the ${family} API`);
     const rateLimits = { apiTokenRequests: row.api_token_rate_limit, userTokenRequests: row.user_token_rate_limit };
     const tenant: Tenant = { organisationId: row.organisation_id, domain: row.domain, tokenId: row.id, families, rateLimits };
+    // The request's log lines from here on name the organisation (infra/http/plumbing.ts reads it from here).
     res.locals.tenant = tenant;
-    // The request's log lines from here on name the organisation (the last one does through pino-http's customProps).
-    req.log = req.log.child({ organisationId: tenant.organisationId });
     next();
   };
 }

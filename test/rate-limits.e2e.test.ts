@@ -214,6 +214,12 @@ describe.each(stores)('rate limits counted in $store', ({ REDIS_URL }) => {
     // The address is refused even with a good token; another address is not.
     expectTooManyRequests(await settings(await anotherToken(acme), { 'x-forwarded-for': attacker }), 4);
     expect((await settings(await anotherToken(acme), { 'x-forwarded-for': address() })).status).toBe(200);
+    // Whatever else the request would have been refused for: a token without the family (403), no token, no route.
+    const analyticsOnly = { ...acme, token: (await t.issueToken({ organisationId: acme.organisationId, name: 'analytics', families: ['analytics'] })).token };
+    expect((await settings(analyticsOnly, { 'x-forwarded-for': address() })).status).toBe(403);
+    expectTooManyRequests(await settings(analyticsOnly, { 'x-forwarded-for': attacker }), 4);
+    expectTooManyRequests(await t.request('GET', '/api/v2/admin/settings', { host: acme.domain, headers: { 'x-forwarded-for': attacker } }), 4);
+    expectTooManyRequests(await t.request('GET', '/api/v2/admin/no-such-route', asTenant(await anotherToken(acme), { 'x-forwarded-for': attacker })), 4);
   });
 
   it('counts refused user tokens against the address too', async () => {

@@ -39,13 +39,14 @@ export class RateLimits {
     readonly defaults: RateLimitDefaults,
     private readonly logger: Logger,
     private readonly redis: Redis | null,
+    private readonly keyPrefix = '',
   ) {}
 
   static async open(options: { redisUrl: string | undefined; keyPrefix: string; defaults: RateLimitDefaults; logger: Logger }): Promise<RateLimits> {
     const { redisUrl, keyPrefix, defaults, logger } = options;
     const counting = { keyPrefix, points: Number.MAX_SAFE_INTEGER, duration: defaults.windowSeconds };
     const memory = new RateLimiterMemory(counting);
-    if (!redisUrl) return new RateLimits(memory, memory, defaults, logger, null);
+    if (!redisUrl) return new RateLimits(memory, memory, defaults, logger, null, keyPrefix);
     // Its own connection: fail fast (no offline queue, no retries, a command timeout) where the job queue's waits.
     const redis = new Redis(redisUrl, {
       lazyConnect: true,
@@ -71,29 +72,51 @@ export class RateLimits {
       timeoutMs: STORE_TIMEOUT_MS,
       insuranceLimiter: memory,
     });
-    return new RateLimits(counter, memory, defaults, logger, redis);
+    redis.defineCommand(ADDRESS_AND_COUNT, { numberOfKeys: 2, lua: ADDRESS_AND_COUNT_SCRIPT });
+    return new RateLimits(counter, memory, defaults, logger, redis, keyPrefix);
   }
 
-  /** Before the API token is checked: an address with too many refused credentials gets 429, whatever it sends. */
-  readonly refuseBlockedAddresses: RequestHandler = async (req, res, next) => {
-    const quota = await this.count('get', addressKey(req), this.defaults.failedAuthentications);
-    if (quota && quota.used >= quota.limit) throw refusal(res, quota, 'refused credentials from this address');
+  /**
+   * Where the API token is checked: an address with too many refused credentials gets 429, whatever it sends.
+   * The address is looked at with the request's first count, in the same round trip to Redis: the token's
+   * (`limitApiToken`), or, when the request fails before it (a refused or missing token, a family the token
+   * lacks), in `countFailedAuthentication`. So a request that passes costs one count, not two.
+   */
+  readonly refuseBlockedAddresses: RequestHandler = (_req, res, next) => {
+    res.locals[ADDRESS_UNCHECKED] = true;
     next();
   };
 
-  /** After the API token is checked: counts the request against the token's limit (its organisation's, else the default). */
-  readonly limitApiToken: RequestHandler = async (_req, res, next) => {
+  /**
+   * After the API token is checked: refuses a blocked address (see `refuseBlockedAddresses`), else counts the
+   * request against the token's limit (its organisation's, else the default).
+   */
+  readonly limitApiToken: RequestHandler = async (req, res, next) => {
     const tenant = tenantOf(res);
-    await this.limit(res, `token:${tenant.tokenId}`, tenant.rateLimits.apiTokenRequests ?? this.defaults.apiTokenRequests, 'for this API token');
+    const limit = tenant.rateLimits.apiTokenRequests ?? this.defaults.apiTokenRequests;
+    const checkAddress = res.locals[ADDRESS_UNCHECKED] === true;
+    res.locals[ADDRESS_UNCHECKED] = false;
+    const counted = await this.countChecked(checkAddress ? addressKey(req) : null, `token:${tenant.tokenId}`, limit);
+    if (!counted) return next();
+    if (counted.blocked) throw refusal(res, counted.blocked, 'refused credentials from this address');
+    if (counted.quota.used > counted.quota.limit) throw refusal(res, counted.quota, 'for this API token');
+    show(res, counted.quota);
     next();
   };
 
-  /** Error middleware: a refused credential (401) counts against the client's address; the error goes on as it was. */
+  /**
+   * Error middleware: a refused credential (401) counts against the client's address, unless the address is
+   * refused already (then the answer is that 429); any other error before the token's count is a 429 for a
+   * refused address too. The error goes on as it was otherwise.
+   */
   readonly countFailedAuthentication: ErrorRequestHandler = async (error, req, res, next) => {
-    if (error instanceof HttpError && error.status === 401) {
-      const quota = await this.count('consume', addressKey(req), this.defaults.failedAuthentications);
-      if (quota) show(res, quota);
-    }
+    const unauthenticated = error instanceof HttpError && error.status === 401;
+    const checkAddress = res.locals[ADDRESS_UNCHECKED] === true;
+    res.locals[ADDRESS_UNCHECKED] = false;
+    if (!unauthenticated && !checkAddress) return next(error);
+    const counted = await this.countChecked(addressKey(req), unauthenticated ? addressKey(req) : null, this.defaults.failedAuthentications);
+    if (counted?.blocked) return next(refusal(res, counted.blocked, 'refused credentials from this address'));
+    if (counted && unauthenticated) show(res, counted.quota);
     next(error);
   };
 
@@ -108,18 +131,72 @@ export class RateLimits {
   }
 
   private async limit(res: Response, key: string, limit: number, what: string): Promise<void> {
-    const quota = await this.count('consume', key, limit);
+    const quota = await this.count(key, limit);
     if (!quota) return;
     if (quota.used > quota.limit) throw refusal(res, quota, what);
     show(res, quota);
   }
 
-  private async count(operation: 'consume' | 'get', key: string, limit: number): Promise<Quota | null> {
+  /**
+   * One round trip: whether `address` (when given) has reached the failed-authentication limit (then nothing
+   * is counted), else a count of `key` (when given) against `limit`. Null when nothing could be counted.
+   */
+  private async countChecked(address: string | null, key: string | null, limit: number): Promise<{ blocked: Quota | null; quota: Quota } | null> {
+    const windowSeconds = this.defaults.windowSeconds;
+    const failedLimit = this.defaults.failedAuthentications;
+    const started = Date.now();
+    if (this.redis && started >= this.storeSkippedUntil) {
+      try {
+        const [blocked, used, ttl] = await (this.redis as Redis & CountCommand)[ADDRESS_AND_COUNT](
+          address ? `${this.keyPrefix}:${address}` : '',
+          key ? `${this.keyPrefix}:${key}` : '',
+          windowSeconds,
+          failedLimit,
+        );
+        const quota = { limit: blocked ? failedLimit : limit, used, resetSeconds: ttl >= 0 ? Math.ceil(ttl / 1000) : windowSeconds, windowSeconds };
+        return { blocked: blocked ? quota : null, quota };
+      } catch (error) {
+        // As the limiter's insurance does for its own counts: this process's memory counts instead, and a Redis
+        // that took the whole timeout is skipped a while. Unavailability is logged by the connection's handler;
+        // an error Redis answered (the script's) is logged here.
+        if (Date.now() - started >= STORE_TIMEOUT_MS) this.storeSkippedUntil = Date.now() + STORE_RETRY_MS;
+        if (error instanceof Error && error.name === 'ReplyError')
+          this.logger.warn({ err: error, key }, 'rate limits: Redis refused the count; counting in memory');
+      }
+    }
+    return this.countCheckedInMemory(address, key, limit);
+  }
+
+  private async countCheckedInMemory(address: string | null, key: string | null, limit: number): Promise<{ blocked: Quota | null; quota: Quota } | null> {
+    const windowSeconds = this.defaults.windowSeconds;
+    const counter = this.memory;
+    try {
+      if (address) {
+        const seen = await counter.get(address);
+        const failedLimit = this.defaults.failedAuthentications;
+        if (seen && seen.consumedPoints >= failedLimit) {
+          const blocked = { limit: failedLimit, used: seen.consumedPoints, resetSeconds: Math.max(0, Math.ceil(seen.msBeforeNext / 1000)), windowSeconds };
+          return { blocked, quota: blocked };
+        }
+      }
+      if (!key) return { blocked: null, quota: { limit, used: 0, resetSeconds: windowSeconds, windowSeconds } };
+      const counted = await counter.consume(key);
+      return {
+        blocked: null,
+        quota: { limit, used: counted.consumedPoints, resetSeconds: Math.max(0, Math.ceil(counted.msBeforeNext / 1000)), windowSeconds },
+      };
+    } catch (error) {
+      this.logger.warn({ err: error, key }, 'rate limits: could not count; the request goes on');
+      return null;
+    }
+  }
+
+  private async count(key: string, limit: number): Promise<Quota | null> {
     const windowSeconds = this.defaults.windowSeconds;
     const started = Date.now();
     const counter = started < this.storeSkippedUntil ? this.memory : this.counter;
     try {
-      const counted = operation === 'consume' ? await counter.consume(key) : await counter.get(key);
+      const counted = await counter.consume(key);
       if (counter !== this.memory && Date.now() - started >= STORE_TIMEOUT_MS) this.storeSkippedUntil = Date.now() + STORE_RETRY_MS;
       if (!counted) return { limit, used: 0, resetSeconds: windowSeconds, windowSeconds };
       return { limit, used: counted.consumedPoints, resetSeconds: Math.max(0, Math.ceil(counted.msBeforeNext / 1000)), windowSeconds };
@@ -134,6 +211,37 @@ export class RateLimits {
 export function rateLimitsOf(req: Request): RateLimits | undefined {
   return req.app.locals.rateLimits as RateLimits | undefined;
 }
+
+/** Set on a request that reached `refuseBlockedAddresses` until its address has been looked at. */
+const ADDRESS_UNCHECKED = 'rateLimitAddressUnchecked';
+
+const ADDRESS_AND_COUNT = 'engageRateAddressAndCount';
+
+interface CountCommand {
+  [ADDRESS_AND_COUNT](address: string, key: string, windowSeconds: number, failedLimit: number): Promise<[number, number, number]>;
+}
+
+/**
+ * KEYS[1]: the address's key, or '' (not looked at); KEYS[2]: the key to count, or ''. ARGV: the window in
+ * seconds, the failed-authentication limit. Answers {1, used, ttl ms} for an address at its limit (nothing
+ * counted), else {0, used, ttl ms} of the count (used 0 when nothing was counted). The count is
+ * rate-limiter-flexible's own (the same keys and values: a fixed window from the key's first count).
+ */
+const ADDRESS_AND_COUNT_SCRIPT = `
+if KEYS[1] ~= '' then
+  local failed = tonumber(redis.call('get', KEYS[1]) or '0')
+  if failed >= tonumber(ARGV[2]) then return {1, failed, redis.call('pttl', KEYS[1])} end
+end
+if KEYS[2] == '' then return {0, 0, -1} end
+redis.call('set', KEYS[2], 0, 'EX', ARGV[1], 'NX')
+local consumed = redis.call('incrby', KEYS[2], 1)
+local ttl = redis.call('pttl', KEYS[2])
+if ttl == -1 then
+  redis.call('expire', KEYS[2], ARGV[1])
+  ttl = 1000 * ARGV[1]
+end
+return {0, consumed, ttl}
+`;
 
 function addressKey(req: Request): string {
   return `address:${req.ip ?? req.socket.remoteAddress ?? 'unknown'}`;
