@@ -216,7 +216,7 @@ function composeApp(ctx: CommandContext, redis: Redis | null, metrics: Metrics, 
   app.set('trust proxy', ctx.config.trustProxy);
   app.locals.clock = ctx.clock;
   app.locals.rateLimits = rateLimits;
-  const { refuseBlockedAddresses, limitApiToken } = rateLimits;
+  const { refuseBlockedAddresses, limitApiToken, checkAddressBeforeTokenRead } = rateLimits;
   // Tokens from a cache kept exact by the tenancy read model's announcements (infra/auth.ts); it listens on the
   // process's one LISTEN connection, which the service's close ends.
   const tokens = new ApiTokens(withTableTypes(ctx.database.db), ctx.database);
@@ -228,7 +228,7 @@ function composeApp(ctx: CommandContext, redis: Redis | null, metrics: Metrics, 
       mount,
       family.description.router(),
       refuseBlockedAddresses,
-      requireApiToken(tokens, family.description.family),
+      requireApiToken(tokens, family.description.family, checkAddressBeforeTokenRead),
       limitApiToken,
       dispatchByFirstSegment(family.routes),
     );

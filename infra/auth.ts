@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { sql, type Kysely } from 'kysely';
 import type { ApiFamily, RateLimitOverrides } from '../domain/organisation.ts';
 import type { OrganisationTables } from '../projectors/organisations.ts';
@@ -84,8 +84,15 @@ export class ApiTokens {
     private readonly database?: Pick<Database, 'listen' | 'queryOnListener'>,
   ) {}
 
-  async find(secretHash: string): Promise<TokenRow | undefined> {
-    if (!this.database) return this.read(secretHash);
+  /**
+   * The token with this hash. `beforeRead` runs before a read from the database (a token the cache does not
+   * hold, or no cache): where the caller refuses what must not cost a database read (a blocked address's guesses).
+   */
+  async find(secretHash: string, beforeRead?: () => Promise<void>): Promise<TokenRow | undefined> {
+    if (!this.database) {
+      await beforeRead?.();
+      return this.read(secretHash);
+    }
     this.listening ??= this.database.listen(
       TENANCY_CHANNEL,
       (payload) => this.announced(payload),
@@ -98,6 +105,7 @@ export class ApiTokens {
         if (cached) return cached;
       }
     }
+    await beforeRead?.();
     const changes = this.changes;
     const cacheable = this.heard !== null;
     const row = await this.read(secretHash);
@@ -189,14 +197,19 @@ export class ApiTokens {
  * token must exist, be unrevoked, belong to that organisation and be scoped to that very domain (401
  * otherwise), and carry the API family (403 otherwise).
  */
-export function requireApiToken(tokens: ApiTokens, family: ApiFamily): RequestHandler {
+export function requireApiToken(
+  tokens: ApiTokens,
+  family: ApiFamily,
+  /** Runs before a token is read from the database (not for one the cache holds): may refuse the request. */
+  beforeTokenRead?: (req: Request, res: Response) => Promise<void>,
+): RequestHandler {
   return async (req, res, next) => {
     const raw = req.get('x-api-token');
     if (!raw) throw unauthorized('Missing x-api-token header');
     const token = raw.replace(/^Bearer\s+/i, '').trim();
     const hostname = hostnameOf(req.get('host'));
     if (!hostname) throw unauthorized('Unknown domain');
-    const row = await tokens.find(hashToken(token));
+    const row = await tokens.find(hashToken(token), beforeTokenRead && (() => beforeTokenRead(req, res)));
     if (!row || row.revoked_at !== null || row.status !== 'active') throw unauthorized('Invalid or revoked API token');
     if (row.domain !== hostname) throw unauthorized('This token is not valid for this domain');
     const families = row.families;

@@ -210,6 +210,12 @@ describe.each(stores)('rate limits counted in $store', ({ REDIS_URL }) => {
     expect(Object.fromEntries(statuses)).toEqual({ 401: 4, 429: 196 });
     expect(first!.body.code).toBe('UNAUTHORIZED');
     expectRateLimitHeaders(first!, 4, 3);
+    // A refused address's guesses are answered before any token is read from the database.
+    const tokenReads = async () => (await t.service.metrics.databaseStatements.get()).values.find((value) => value.labels.purpose === 'auth')?.value ?? 0;
+    const readsBefore = await tokenReads();
+    for (let n = 0; n < 20; n++)
+      expectTooManyRequests(await settings({ ...acme, token: `eng_00000000_${randomBytes(32).toString('base64url')}` }, { 'x-forwarded-for': attacker }), 4);
+    expect(await tokenReads()).toBe(readsBefore);
 
     // The address is refused even with a good token; another address is not.
     expectTooManyRequests(await settings(await anotherToken(acme), { 'x-forwarded-for': attacker }), 4);

@@ -80,11 +80,24 @@ export class RateLimits {
    * Where the API token is checked: an address with too many refused credentials gets 429, whatever it sends.
    * The address is looked at with the request's first count, in the same round trip to Redis: the token's
    * (`limitApiToken`), or, when the request fails before it (a refused or missing token, a family the token
-   * lacks), in `countFailedAuthentication`. So a request that passes costs one count, not two.
+   * lacks), in `countFailedAuthentication`. So a request that passes costs one count, not two. A token that
+   * must be read from the database waits for the address's check (`checkAddressBeforeTokenRead`).
    */
   readonly refuseBlockedAddresses: RequestHandler = (_req, res, next) => {
     res.locals[ADDRESS_UNCHECKED] = true;
     next();
+  };
+
+  /**
+   * Before an API token is read from the database (one the token cache does not hold: a guess always is):
+   * the address is looked at first, alone, so a refused address's guesses cost no database read. A token
+   * from the cache leaves it to the token's count (`limitApiToken`), one round trip for both.
+   */
+  readonly checkAddressBeforeTokenRead = async (req: Request, res: Response): Promise<void> => {
+    if (res.locals[ADDRESS_UNCHECKED] !== true) return;
+    res.locals[ADDRESS_UNCHECKED] = false;
+    const counted = await this.countChecked(addressKey(req), null, this.defaults.failedAuthentications);
+    if (counted?.blocked) throw refusal(res, counted.blocked, 'refused credentials from this address');
   };
 
   /**
