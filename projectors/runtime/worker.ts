@@ -254,20 +254,15 @@ export class GenerationWorker {
       await this.transaction(from, to, (trx, context) => this.consumer.apply(trx.withSchema(this.schema), events, context), events);
     } catch (error) {
       if (error instanceof StaleCheckpoint || isTransient(error)) throw error;
-      if (await this.movedOn(from)) throw new StaleCheckpoint();
       this.log.warn({ err: error }, 'batch failed; applying its events one by one');
       await this.applyOneByOne(events, from, to);
     }
   }
 
   /**
-   * One transaction. A read model's: the checkpoint's compare-and-set first (a rival blocks there, then
-   * loses), then the work; it commits without waiting for the disk (its rows and checkpoint are lost or kept
-   * together, and re-applied). A process manager appending to PostgreSQL announces itself as an appender
-   * before anything else, does the work, and moves its checkpoint last: its transaction takes an id, and
-   * starts holding every reader's horizon, only at its first write, not while it reads and decides. A rival
-   * then blocks at the end (or on the events it appends too) and loses; `movedOn` tells its failure apart
-   * from a poison event.
+   * One transaction: a process manager announces itself as an appender first (before any write); then the
+   * checkpoint's compare-and-set (a rival blocks here, then loses); then the work. A read model's batch
+   * commits without waiting for the disk: its rows and checkpoint are lost or kept together, and re-applied.
    */
   private async transaction(
     from: Position | null,
@@ -277,11 +272,9 @@ export class GenerationWorker {
   ): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       const store = this.deps.store;
-      const appendsHere = this.consumer.kind === 'process-manager' && store instanceof PostgresEventStore;
-      if (appendsHere) await store.announceAppender(trx);
-      else await this.advance(trx, from, to, this.consumer.kind === 'projection');
+      if (this.consumer.kind === 'process-manager' && store instanceof PostgresEventStore) await store.announceAppender(trx);
+      await this.advance(trx, from, to, this.consumer.kind === 'projection');
       await work(trx, this.contextFor(trx));
-      if (appendsHere) await this.advance(trx, from, to, false);
       await this.deps.options.onBatchApplied?.(this.consumer.name, this.generation, { events, checkpoint: to, caughtUp: false });
     });
   }
@@ -313,7 +306,6 @@ export class GenerationWorker {
           break;
         } catch (error) {
           if (error instanceof StaleCheckpoint || isTransient(error)) throw error;
-          if (await this.movedOn(checkpoint)) throw new StaleCheckpoint();
           lastError = error;
           await sleep(25 * attempt);
         }
@@ -325,12 +317,6 @@ export class GenerationWorker {
       checkpoint = event.position;
     }
     if (checkpoint !== to) await this.db.transaction().execute((trx) => this.advance(trx, checkpoint, to, false));
-  }
-
-  /** Whether the generation's checkpoint is no longer `from`: a rival applied it meanwhile (so a failure was its doing). */
-  private async movedOn(from: Position | null): Promise<boolean> {
-    const row = await generationRow(this.db, this.consumer.name, this.generation);
-    return !row || row.checkpoint !== from;
   }
 
   private async park(event: RecordedEvent, from: Position | null, error: unknown, attempts: number): Promise<void> {
