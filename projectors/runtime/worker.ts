@@ -29,6 +29,9 @@ export interface WorkerOptions {
   onBatchApplied?: (name: string, generation: number, batch: SubscriptionBatch) => Promise<void> | void;
 }
 
+/** How often a live consumer with nothing to apply writes where it stands (see `GenerationWorker.persisted`). */
+const MOVE_INTERVAL_MS = 50;
+
 /** Events a process manager handles in one transaction unless told otherwise (see `WorkerOptions.processManagerBatch`). */
 export const PROCESS_MANAGER_BATCH = 50;
 
@@ -121,6 +124,16 @@ export class GenerationWorker {
   private readonly log: Logger;
   /** Where this worker stands; undefined until read from the generation's row (again after any trouble). */
   private checkpoint: Position | null | undefined;
+  /**
+   * What the generation's row holds, as this worker last wrote or read it. A live consumer that finds nothing
+   * for it in a page moves on in memory and writes where it stands at most every `MOVE_INTERVAL_MS` (and
+   * whenever it reaches the head): every update of a checkpoint row leaves a dead row version behind, which a
+   * transaction held open anywhere in the database keeps from being pruned, so twenty consumers writing one per
+   * page made every later update and read of those rows slower, until the projections fell behind for good
+   * (the live-lag bench: lag growing by a second a second after 20 s of a stranger's open transaction).
+   */
+  private persisted: Position | null = null;
+  private persistedAt = 0;
   private building = false;
 
   constructor(
@@ -178,32 +191,48 @@ export class GenerationWorker {
       if (!row) return false;
     }
     this.checkpoint = row.checkpoint;
+    this.persisted = row.checkpoint;
+    this.persistedAt = Date.now();
     this.building = row.status === 'building';
     return true;
   }
 
   private async step(stopped: AbortSignal): Promise<void> {
     const from = this.checkpoint ?? null;
+    const stored = this.persisted;
     const page = await this.deps.log.page(from, { id: `${this.consumer.name}:${this.generation}`, building: this.building });
     if (page.checkpoint === from) {
       if (this.building) await this.trySwap(from, true);
+      // At the head, the row says where it stands before the worker sleeps.
+      else if (stored !== from) await this.persist(stored, from);
       if (this.deps.store.appendVersion() === page.versionAtRead) await this.deps.store.waitForAppends(this.deps.options.idlePollMs ?? 1000, stopped);
       return;
     }
     const events = page.events.filter((event) => this.consumer.canHandle.has(event.type));
     let last = this.building ? await this.gatherBuilding(page, events) : page;
-    if (events.length === 0) await this.deps.moves.move(this.consumer.name, this.generation, from, last.checkpoint);
-    else
-      await this.deps.limiter.run(() => {
+    if (events.length === 0) {
+      if (this.building || Date.now() - this.persistedAt >= MOVE_INTERVAL_MS) await this.persist(stored, last.checkpoint);
+    } else
+      await this.deps.limiter.run(async () => {
         // Under load a live read model waits for its turn; the pages others read meanwhile join this batch
         // (one transaction instead of one per page: what lets twenty read models keep up with the head). A
         // process manager commits in slices anyway, and each page it takes alone keeps its batch in the
         // trace of the requests that page holds.
         if (!this.building && this.consumer.kind === 'projection') last = this.gatherCached(last, events);
-        return this.applyPage(events, from, last.checkpoint);
+        // From where the row stands: the pages between it and `from` held nothing for this consumer.
+        await this.applyPage(events, stored, last.checkpoint);
+        this.persisted = last.checkpoint;
+        this.persistedAt = Date.now();
       });
     this.checkpoint = last.checkpoint;
     if (this.building) await this.trySwap(last.checkpoint, last.isEnd);
+  }
+
+  /** Moves the row's checkpoint from where it stands to `to` (compare-and-set, with other consumers' moves). */
+  private async persist(stored: Position | null, to: Position | null): Promise<void> {
+    await this.deps.moves.move(this.consumer.name, this.generation, stored, to);
+    this.persisted = to;
+    this.persistedAt = Date.now();
   }
 
   /**
@@ -372,6 +401,7 @@ export class GenerationWorker {
         const events = gap.events.filter((event) => this.consumer.canHandle.has(event.type));
         if (events.length > 0) await this.consumer.apply(trx.withSchema(this.schema), events, this.contextFor(trx));
         this.checkpoint = to;
+        this.persisted = to;
         return true;
       },
       async (trx) => {
