@@ -132,6 +132,27 @@ describe('tracing with OpenTelemetry', () => {
       actions: [{ key: 'ran-5k', category: 'participation', criteria: [], xp: 10, isSkippable: false, details }],
       rewardDistribution: { points: 50, xp: 5, rewardAllocations: [], numberOfRewardsToReceive: 0 },
     });
+    // Every consumer has taken the set-up's events, as on a quiet system: a batch that waited for its turn takes
+    // the pages read meanwhile with it and is the child of its first event's trace, so the engine's next batch
+    // would otherwise belong to the set-up's requests and only link the first test's.
+    const client = new pg.Client({ connectionString: test.url });
+    await client.connect();
+    try {
+      await waitUntil(
+        async () => {
+          const { rows } = await client.query<{ behind: number }>(`
+          select count(*)::int as behind from projection_generations
+          where status = 'live' and coalesce(checkpoint, '') < (
+            select lpad(to_hex(transaction_id::text::bigint), 16, '0') || lpad(to_hex(global_position), 16, '0') from es_events
+            order by transaction_id desc, global_position desc limit 1)`);
+          return rows[0]!.behind === 0;
+        },
+        60_000,
+        'every consumer to take the set-up’s events',
+      );
+    } finally {
+      await client.end();
+    }
   }, 180_000); // a CLI and three real processes start on a machine that may be busy
 
   afterAll(async () => {

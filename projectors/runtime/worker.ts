@@ -214,11 +214,10 @@ export class GenerationWorker {
       if (this.building || Date.now() - this.persistedAt >= MOVE_INTERVAL_MS) await this.persist(stored, last.checkpoint);
     } else
       await this.deps.limiter.run(async () => {
-        // Under load a live read model waits for its turn; the pages others read meanwhile join this batch
-        // (one transaction instead of one per page: what lets twenty read models keep up with the head). A
-        // process manager commits in slices anyway, and each page it takes alone keeps its batch in the
-        // trace of the requests that page holds.
-        if (!this.building && this.consumer.kind === 'projection') last = this.gatherCached(last, events);
+        // Under load a live consumer waits for its turn; the pages others read meanwhile join this batch (one
+        // transaction, or a process manager's slices, instead of one per page: what lets twenty consumers keep
+        // up with the head). Such a batch is traced as the child of its first event's request, linking the others.
+        if (!this.building) last = this.gatherCached(last, events);
         // From where the row stands: the pages between it and `from` held nothing for this consumer.
         await this.applyPage(events, stored, last.checkpoint);
         this.persisted = last.checkpoint;
