@@ -224,8 +224,8 @@ async function keysetRead(store: PostgresEventStore, expected: number): Promise<
 }
 
 /**
- * The peak resident set and CPU time of a process and its descendants (`bin/engage.mjs` runs the rebuild in a
- * node of its own): the sum of each one's high-water mark (VmHWM, the kernel's, so a peak between samples
+ * The peak resident set and CPU time of a process and its descendants (run with node flags, `bin/engage.mjs`
+ * starts the rebuild in a node of its own): the sum of each one's high-water mark (VmHWM, the kernel's, so a peak between samples
  * counts), an upper bound of what they held at once; CPU time of each as last seen. Sampled every 100 ms.
  */
 function treeSampler(root: number): { firstRssMb(): number | null; stop(): Promise<{ peakRssMb: number; cpuSeconds: number }> } {
