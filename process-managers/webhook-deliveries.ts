@@ -13,7 +13,7 @@ import { matchesEventTypes, type DeliveryEvent, type WebhookEvent, type WebhookS
 import type { RecordedEvent, StreamAppend } from '../infra/event-store/port.ts';
 import { idFrom, uuidFrom } from '../infra/ids.ts';
 import type { Json } from '../projectors/columns.ts';
-import { columnsOf } from '../projectors/columns.ts';
+import { recordsetOf } from '../projectors/recordset.ts';
 import { RowBatch } from '../projectors/row-batch.ts';
 import { defineProcessManager, type BatchContext } from './process-manager.ts';
 import { WEBHOOK_DELIVERY_JOB, WEBHOOK_REPLAY_JOB, type WebhookDeliveryJob, type WebhookReplayJob } from '../domain/jobs.ts';
@@ -35,6 +35,7 @@ export interface WebhookDeliveryState {
 }
 
 type Endpoint = { id: string; organisation_id: string; event_types: string[]; status: WebhookStatus; deleted: boolean };
+const ENDPOINT_COLUMNS = ['id', 'organisation_id', 'event_types', 'status', 'deleted'] as const satisfies readonly (keyof Endpoint)[];
 
 const migrations: Record<string, Migration> = {
   '0001_webhook_delivery_state': {
@@ -320,7 +321,14 @@ class EndpointBatch {
     if (this.changed.size === 0) return;
     await this.db
       .insertInto('webhook_endpoints')
-      .values([...this.changed].map((id) => columnsOf(this.byId.get(id)!, ['event_types']) as never))
+      .columns(ENDPOINT_COLUMNS)
+      .expression(
+        recordsetOf(
+          'webhook_endpoints',
+          ENDPOINT_COLUMNS,
+          [...this.changed].map((id) => this.byId.get(id)!),
+        ),
+      )
       .onConflict((oc) =>
         oc
           .column('id')

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { challengeDecider, type ChallengeEvent, type ChallengeRecord, type ChallengeState } from '../domain/challenge.ts';
-import { type Held, type Json, type Timestamp } from './columns.ts';
+import type { Held, Json, Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 

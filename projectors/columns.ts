@@ -16,19 +16,9 @@ export type Int8 = ColumnType<string, number | string, number | string>;
 
 /**
  * A row as a batch holds it between load and save: what was read back (JSON parsed, timestamps as Dates) or
- * what an event wrote (timestamps as the event's ISO strings). `columnsOf` turns it back into column values.
+ * what an event wrote (timestamps as the event's ISO strings); `RowBatch` writes it as it is (`recordsetOf`).
  */
 export type Held<Table> = { [C in keyof Table]: HeldValue<Table[C]> };
 
 type HeldValue<V> =
   V extends ColumnType<infer Select, infer Insert, unknown> ? Select | Exclude<Insert, string | undefined> | (Date extends Select ? string : never) : V;
-
-/** A held row's column values: the JSON columns named as JSON text (SQL null stays null), Dates as ISO strings. */
-export function columnsOf<Row extends object>(row: Row, jsonColumns: readonly (keyof Row & string)[] = []): Record<string, unknown> {
-  const columns: Record<string, unknown> = {};
-  for (const [column, value] of Object.entries(row)) {
-    columns[column] =
-      value !== null && (jsonColumns as readonly string[]).includes(column) ? JSON.stringify(value) : value instanceof Date ? value.toISOString() : value;
-  }
-  return columns;
-}

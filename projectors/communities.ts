@@ -1,5 +1,5 @@
 import type { CommunityEvent, LocalisedDetails } from '../domain/community.ts';
-import { type Held, type Json, type Timestamp } from './columns.ts';
+import type { Held, Json, Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 

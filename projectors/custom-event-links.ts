@@ -1,6 +1,6 @@
 import type { CustomEventPayload } from '../domain/custom-event.ts';
 import type { CustomEventLinkEvent } from '../domain/custom-event-link.ts';
-import { type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import type { Held, Json, NullableTimestamp, Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 

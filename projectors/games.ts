@@ -1,5 +1,5 @@
 import { gameDecider, type GameEvent, type GameRecord, type GameState } from '../domain/game.ts';
-import { type Held, type Json, type Timestamp } from './columns.ts';
+import type { Held, Json, Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 

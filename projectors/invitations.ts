@@ -1,6 +1,6 @@
 import type { InvitationEvent } from '../domain/invitation.ts';
 import { scheduleJobs, type DueJob } from '../infra/jobs.ts';
-import { type Held, type NullableTimestamp, type Timestamp } from './columns.ts';
+import type { Held, NullableTimestamp, Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 import { INVITATION_EMAIL_JOB } from '../domain/jobs.ts';

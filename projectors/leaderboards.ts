@@ -9,7 +9,7 @@ import {
   type Period,
   type RankReward,
 } from '../domain/leaderboard.ts';
-import { type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import type { Held, Json, NullableTimestamp, Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 

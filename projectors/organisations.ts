@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { ApiFamily, DomainKind, DomainNameEvent, DomainStatus, OrganisationEvent } from '../domain/organisation.ts';
 import { TENANCY_CHANNEL } from '../infra/tenancy-channel.ts';
-import { type Held, type NullableTimestamp, type Timestamp } from './columns.ts';
+import type { Held, NullableTimestamp, Timestamp } from './columns.ts';
 import { defineProjection, type Recorded } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 

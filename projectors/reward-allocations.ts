@@ -4,7 +4,7 @@ import type { DistributionEntry } from '../domain/distribution-entry.ts';
 import type { AllocationDistributedEvent } from '../domain/engagement-events.ts';
 import type { GameEvent } from '../domain/game.ts';
 import type { LeaderboardEvent } from '../domain/leaderboard.ts';
-import { type Held, type Timestamp } from './columns.ts';
+import type { Held, Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { SocialHandles, UserEvent, UserProfile } from '../domain/user.ts';
 import type { VariableValue } from '../domain/variable-config.ts';
-import { type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import type { Held, Json, NullableTimestamp, Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 

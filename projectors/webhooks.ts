@@ -8,7 +8,7 @@ import type {
   WebhookStatus,
   WebhookStatusReason,
 } from '../domain/webhook.ts';
-import { type Held, type Json, type NullableTimestamp, type Timestamp } from './columns.ts';
+import type { Held, Json, NullableTimestamp, Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
 import { RowBatch } from './row-batch.ts';
 

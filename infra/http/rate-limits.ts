@@ -97,7 +97,7 @@ export class RateLimits {
     if (res.locals[ADDRESS_UNCHECKED] !== true) return;
     res.locals[ADDRESS_UNCHECKED] = false;
     const counted = await this.countChecked(addressKey(req), null, this.defaults.failedAuthentications);
-    if (counted?.blocked) throw refusal(res, counted.blocked, 'refused credentials from this address');
+    if (counted?.blocked) throw refusal(res, counted.blocked, BLOCKED_ADDRESS);
   };
 
   /**
@@ -111,7 +111,7 @@ export class RateLimits {
     res.locals[ADDRESS_UNCHECKED] = false;
     const counted = await this.countChecked(checkAddress ? addressKey(req) : null, `token:${tenant.tokenId}`, limit);
     if (!counted) return next();
-    if (counted.blocked) throw refusal(res, counted.blocked, 'refused credentials from this address');
+    if (counted.blocked) throw refusal(res, counted.blocked, BLOCKED_ADDRESS);
     if (counted.quota.used > counted.quota.limit) throw refusal(res, counted.quota, 'for this API token');
     show(res, counted.quota);
     next();
@@ -128,7 +128,7 @@ export class RateLimits {
     res.locals[ADDRESS_UNCHECKED] = false;
     if (!unauthenticated && !checkAddress) return next(error);
     const counted = await this.countChecked(addressKey(req), unauthenticated ? addressKey(req) : null, this.defaults.failedAuthentications);
-    if (counted?.blocked) return next(refusal(res, counted.blocked, 'refused credentials from this address'));
+    if (counted?.blocked) return next(refusal(res, counted.blocked, BLOCKED_ADDRESS));
     if (counted && unauthenticated) show(res, counted.quota);
     next(error);
   };
@@ -227,6 +227,8 @@ export function rateLimitsOf(req: Request): RateLimits | undefined {
 
 /** Set on a request that reached `refuseBlockedAddresses` until its address has been looked at. */
 const ADDRESS_UNCHECKED = 'rateLimitAddressUnchecked';
+/** What a refused address's 429 says it is for. */
+const BLOCKED_ADDRESS = 'refused credentials from this address';
 
 const ADDRESS_AND_COUNT = 'engageRateAddressAndCount';
 
