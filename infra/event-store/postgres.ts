@@ -523,10 +523,24 @@ function matchesSql(filter: EventFilter | undefined) {
   return sql`(${sql.join(conditions, sql` and `)})`;
 }
 
+/**
+ * Event types as one string each: a page's types are otherwise a fresh string per event, which every consumer's
+ * `canHandle` lookup compares character by character and which the reader's memory holds a million times over.
+ * Types are a closed set; the bound only guards against a log of made-up types.
+ */
+const eventTypes = new Map<string, string>();
+
+function internType(type: string): string {
+  const known = eventTypes.get(type);
+  if (known !== undefined) return known;
+  if (eventTypes.size < 10_000) eventTypes.set(type, type);
+  return type;
+}
+
 function toRecorded(row: EventRow): RecordedEvent {
   return {
     id: row.event_id,
-    type: row.event_type,
+    type: internType(row.event_type),
     stream: row.stream_name,
     revision: BigInt(row.stream_revision),
     position: row.position,
