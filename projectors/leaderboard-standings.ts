@@ -134,8 +134,10 @@ function qualifies(conditions: Condition[], communityId: string, variables: Reco
 
 const hasVariableCondition = (conditions: readonly Condition[]) => conditions.some((condition) => condition.type === 'variable-config');
 
+const FACTS: ReadonlySet<string> = new Set(FACT_TYPES);
+
 function isFact(event: Recorded<StandingsEvent>): event is Recorded<CountedFact> {
-  return (FACT_TYPES as readonly string[]).includes(event.type);
+  return FACTS.has(event.type);
 }
 
 /**
@@ -373,14 +375,21 @@ class BatchLeaderboards {
     return [...all.values()].filter((leaderboard) => COUNTING.includes(leaderboard.status) && metrics.includes(leaderboard.metric_type));
   }
 
-  /** Whether any of the organisation's leaderboards, as loaded or as the batch defines them, has a variable condition. */
-  everNeedsVariables(organisationId: string, events: readonly Recorded<StandingsEvent>[]): boolean {
-    for (const leaderboard of this.byOrganisation.get(organisationId)?.values() ?? []) if (hasVariableCondition(leaderboard.conditions)) return true;
-    return events.some(
-      (event) =>
-        (event.type === 'LeaderboardCreated' && event.data.organisationId === organisationId && hasVariableCondition(event.data.conditions)) ||
-        (event.type === 'LeaderboardUpdated' && event.data.organisationId === organisationId && hasVariableCondition(event.data.changes.conditions ?? [])),
-    );
+  /**
+   * The organisations any of whose leaderboards, as loaded or as the batch defines them, has a variable
+   * condition (one pass over the batch, not one per organisation).
+   */
+  needingVariables(events: readonly Recorded<StandingsEvent>[]): Set<string> {
+    const organisations = new Set<string>();
+    for (const leaderboard of this.byId.values()) if (hasVariableCondition(leaderboard.conditions)) organisations.add(leaderboard.organisation_id);
+    for (const event of events) {
+      if (
+        (event.type === 'LeaderboardCreated' && hasVariableCondition(event.data.conditions)) ||
+        (event.type === 'LeaderboardUpdated' && hasVariableCondition(event.data.changes.conditions ?? []))
+      )
+        organisations.add(event.data.organisationId);
+    }
+    return organisations;
   }
 
   windowAt(leaderboard: Leaderboard, timeZone: string, instant: string): Window | null {
@@ -415,14 +424,12 @@ class BatchLeaderboards {
  */
 async function loadVariables(db: Db, events: readonly Recorded<StandingsEvent>[], leaderboards: BatchLeaderboards): Promise<RowBatch<UserVariables>> {
   const variables = new RowBatch<UserVariables>('standings_user_variables', ['user_id']);
-  const needed = new Map<string, boolean>();
+  const needed = leaderboards.needingVariables(events);
   const users = new Set<string>();
-  for (const event of events) {
-    if (!isFact(event)) continue;
-    const { organisationId, userId } = event.data;
-    if (!needed.has(organisationId)) needed.set(organisationId, leaderboards.everNeedsVariables(organisationId, events));
-    if (needed.get(organisationId)) users.add(userId);
-  }
+  if (needed.size > 0)
+    for (const event of events) {
+      if (isFact(event) && needed.has(event.data.organisationId)) users.add(event.data.userId);
+    }
   await variables.load(
     db,
     [...users].map((user_id) => ({ user_id })),
