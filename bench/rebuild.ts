@@ -19,7 +19,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { sql } from 'kysely';
-import { openPostgres, quoteIdentifier } from '../infra/database.ts';
+import { openPostgres, quoteIdentifier, type UntypedDb } from '../infra/database.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { projections } from '../projectors/index.ts';
 import { requestRebuild } from '../projectors/maintenance.ts';
@@ -27,11 +27,12 @@ import { prepareProjections } from '../projectors/runtime/index.ts';
 import { migrate } from '../service.ts';
 import { ensureStore } from './million-store.ts';
 import { readFileSync } from 'node:fs';
-import { connectionSampler, databaseUrl, runIfMain, sleep } from './support.ts';
+import { CLOCK_TICKS, connectionSampler, cpuTicksOf, databaseUrl, runIfMain, sleep } from './support.ts';
 
 export const REBUILD_TARGETS = { eventsPerSecond: 50_000, ratio: 0.3, slowestRatio: 0.1, peakRssMb: 300 } as const;
 
 const RUNNER_APPLICATION = 'engage-bench-runner';
+const SETUP_APPLICATION = 'engage-bench-setup';
 const READ_PAGE = 5000;
 /** The rebuilding process's pool: the service's `DATABASE_POOL_SIZE` default unless BENCH_POOL_SIZE says otherwise. */
 const POOL_SIZE = Number(process.env.BENCH_POOL_SIZE ?? 10);
@@ -50,7 +51,12 @@ export interface ProjectionRebuild {
 export interface RebuildResult {
   database: string;
   events: number;
-  reference: { eventsPerSecond: number; seconds: number; runs: number[] };
+  /**
+   * The read's CPU (this process and its PostgreSQL session) per event, in µs, in its fastest run; null when
+   * PostgreSQL's processes cannot be read. Beside the rebuild's CPU per event, a ratio a busy machine disturbs
+   * far less than the rates.
+   */
+  reference: { eventsPerSecond: number; seconds: number; runs: number[]; cpuMicrosPerEvent: number | null };
   rebuild: {
     complete: boolean;
     timeoutSeconds: number;
@@ -73,7 +79,7 @@ export interface RebuildResult {
 export async function benchRebuild(): Promise<RebuildResult> {
   const store = await ensureStore();
   const timeoutSeconds = Number(process.env.BENCH_REBUILD_TIMEOUT_S ?? 300);
-  const database = await openPostgres(databaseUrl(store.database), { max: 4, applicationName: 'engage-bench-setup' });
+  const database = await openPostgres(databaseUrl(store.database), { max: 4, applicationName: SETUP_APPLICATION });
   const eventStore = new PostgresEventStore(database);
   const db = database.db;
   try {
@@ -149,9 +155,11 @@ export async function benchRebuild(): Promise<RebuildResult> {
 
     // The reference after the rebuild, so the pages it leaves on the heap do not count in the rebuild's RSS;
     // the log is in the page cache either way (it was just written, or read by an earlier run). Best of two.
-    const runs: number[] = [];
-    for (let run = 0; run < 2; run++) runs.push(await keysetRead(eventStore, events));
-    const referenceSeconds = Math.min(...runs);
+    const reads: { seconds: number; cpuSeconds: number | null }[] = [];
+    for (let run = 0; run < 2; run++) reads.push(await keysetRead(db, eventStore, events));
+    const fastest = reads.reduce((best, read) => (read.seconds < best.seconds ? read : best));
+    const runs = reads.map((read) => read.seconds);
+    const referenceSeconds = fastest.seconds;
     const reference = events / referenceSeconds;
 
     const parkedRows = await db
@@ -183,7 +191,12 @@ export async function benchRebuild(): Promise<RebuildResult> {
     return {
       database: store.database,
       events,
-      reference: { eventsPerSecond: reference, seconds: referenceSeconds, runs },
+      reference: {
+        eventsPerSecond: reference,
+        seconds: referenceSeconds,
+        runs,
+        cpuMicrosPerEvent: fastest.cpuSeconds === null ? null : (fastest.cpuSeconds * 1e6) / events,
+      },
       rebuild: {
         complete,
         timeoutSeconds,
@@ -208,7 +221,10 @@ export async function benchRebuild(): Promise<RebuildResult> {
 }
 
 /** The reference: the whole log read in order, a page of 5,000 at a time, as a rebuild's subscription reads it. */
-async function keysetRead(store: PostgresEventStore, expected: number): Promise<number> {
+/** The whole log in keyset pages: its time, and the CPU this process and the setup pool's sessions spent on it. */
+async function keysetRead(db: UntypedDb, store: PostgresEventStore, expected: number): Promise<{ seconds: number; cpuSeconds: number | null }> {
+  const sessionsBefore = await setupSessionsCpu(db);
+  const cpu = process.cpuUsage();
   const started = performance.now();
   let after: string | null = null;
   let read = 0;
@@ -219,8 +235,27 @@ async function keysetRead(store: PostgresEventStore, expected: number): Promise<
     if (page.isEnd) break;
   }
   const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  const sessionsAfter = await setupSessionsCpu(db);
   if (read !== expected) throw new Error(`the keyset read saw ${read} events, the log holds ${expected}`);
-  return seconds;
+  if (sessionsBefore === null || sessionsAfter === null) return { seconds, cpuSeconds: null };
+  // A session the pool opened meanwhile spent all it has on the read; one it closed was idle.
+  let sessions = 0;
+  for (const [pid, ticks] of sessionsAfter) sessions += ticks - (sessionsBefore.get(pid) ?? 0);
+  return { seconds, cpuSeconds: (used.user + used.system) / 1e6 + sessions / CLOCK_TICKS };
+}
+
+/** CPU ticks of each PostgreSQL session of the setup pool (the keyset read's); null when /proc cannot tell. */
+async function setupSessionsCpu(db: UntypedDb): Promise<Map<number, number> | null> {
+  const { rows } = await sql<{ pid: number }>`
+    select pid from pg_stat_activity where datname = current_database() and application_name = ${SETUP_APPLICATION}`.execute(db);
+  const ticks = new Map<number, number>();
+  for (const { pid } of rows) {
+    const used = cpuTicksOf(pid);
+    if (used === null) return null;
+    ticks.set(pid, used);
+  }
+  return ticks;
 }
 
 /**

@@ -202,11 +202,14 @@ function report(
       `≤ ${t.peakRssMb} MB: ${met(r.peakRssMb <= t.peakRssMb)}`,
     ]);
     rows.push(['Peak PostgreSQL connections of the rebuilding process', n(r.peakConnections), '', '', '']);
+    const rebuildCpu = ((r.nodeCpuSeconds + (r.postgresCpuSeconds ?? 0)) * 1e6) / rb.events;
+    const readCpu = rb.reference.cpuMicrosPerEvent;
     rows.push([
       'CPU time of the rebuild: the process (Node) and its PostgreSQL sessions',
-      `${r.nodeCpuSeconds.toFixed(1)} s + ${r.postgresCpuSeconds === null ? 'n/a' : `${r.postgresCpuSeconds.toFixed(1)} s`}: ${n(((r.nodeCpuSeconds + (r.postgresCpuSeconds ?? 0)) * 1e6) / rb.events)} µs of CPU per event`,
-      '',
-      '',
+      `${r.nodeCpuSeconds.toFixed(1)} s + ${r.postgresCpuSeconds === null ? 'n/a' : `${r.postgresCpuSeconds.toFixed(1)} s`}: ${n(rebuildCpu)} µs of CPU per event`,
+      readCpu === null ? '' : `keyset read ${n(readCpu, 1)} µs per event`,
+      // The read's CPU per event over the rebuild's: their cost ratio, which a busy machine disturbs far less than the rates.
+      readCpu === null || r.postgresCpuSeconds === null ? '' : `${x(readCpu / rebuildCpu)} (CPU)`,
       '',
     ]);
     rows.push(['Events parked by the rebuild', n(r.parked), '', '', `0: ${met(r.parked === 0)}`]);

@@ -208,7 +208,7 @@ export function processSampler(pid: number): { firstRssMb(): number | null; stop
 }
 
 /** Linux's USER_HZ: /proc counts CPU time in hundredths of a second. */
-const CLOCK_TICKS = 100;
+export const CLOCK_TICKS = 100;
 
 /** User + system CPU ticks of a local process, from /proc; null when not readable (another machine, another OS). */
 export function cpuTicksOf(pid: number): number | null {
