@@ -413,7 +413,8 @@ export async function swapIn(
  * stays on its page as a heap-only tuple, with no new primary-key entry, and the page's dead versions are
  * pruned on the spot. A rebuild updates the same rows many times over (403,000 score upserts for 467,000 moves
  * in the bench's store); in a test of 600,000 score upserts, 74% of the updates were heap-only and the
- * upserts took 30% less time. The parameter is reset before `SET LOGGED`, whose rewrite packs the pages full.
+ * upserts took 30% less time. The parameter is reset before `SET LOGGED`, whose rewrite packs the pages full
+ * (a migration that set exactly `fillfactor = 70` and nothing else would see it reset too: none does).
  */
 const MARKER = 'unlogged_build_marker';
 const DEFERRED_INDEXES = 'deferred_indexes';
