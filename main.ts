@@ -83,7 +83,7 @@ async function main(): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : config.port;
   const mode = service.embedded ? `embedded (PostgreSQL on 127.0.0.1:${service.embedded.port}, data in ${config.dataDir})` : 'server (PostgreSQL)';
   logger.info(
-    { port, mode, platformDomain: config.platformDomain },
+    { port, mode, platformDomain: config.platformDomain, ...(service.embedded?.socketDir ? { postgresSocket: service.embedded.socketDir } : {}) },
     `engage listening on http://localhost:${port}; organisations answer on http://<slug>.${config.platformDomain}:${port}`,
   );
 
