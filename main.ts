@@ -1,7 +1,22 @@
 import type { Server } from 'node:http';
+import { setFlagsFromString } from 'node:v8';
 import type { Config } from './infra/config.ts';
 import { planFor, roleArgument } from './infra/roles.ts';
 import { TracingConfigError, startTracing, stopTracing } from './infra/tracing.ts';
+
+/**
+ * V8 sizes its old generation from what survived the last full collection times a growing factor, which
+ * on a machine with 1 GB or more for the heap may reach 4: with about 50 MB alive under load, the service
+ * let garbage pile up to 200 to 280 MB of heap before collecting it, 350 to 500 MB resident. A factor of
+ * 1.5 (HEAP_GROWING_PERCENT=50) keeps it near 170 MB for a little more time in full collections (a few
+ * hundred ms per 30 s of load, against the young generation's seconds). No bound on the heap's size: a
+ * load that needs more gets it instead of running out of memory. A `--heap-growing-percent` given to node
+ * wins; unknown to a future V8, the flag is ignored.
+ */
+function boundHeapGrowth(percent: number): void {
+  if (percent <= 0 || process.execArgv.some((flag) => /^--heap[-_]growing[-_]percent/.test(flag))) return;
+  setFlagsFromString(`--heap-growing-percent=${percent}`);
+}
 
 async function main(): Promise<void> {
   // `--role=<role>` (the npm start:* scripts) wins over ROLE in the environment.
@@ -33,6 +48,7 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  boundHeapGrowth(config.heapGrowingPercent);
   const logger = createLogger(config.logLevel).child({ role: config.role });
   // A signal during the start: in embedded mode the start finishes first, then stops what it started (the
   // embedded PostgreSQL); in server mode there is nothing of ours to stop, and a process waiting for its
@@ -67,7 +83,7 @@ async function main(): Promise<void> {
   const port = typeof address === 'object' && address ? address.port : config.port;
   const mode = service.embedded ? `embedded (PostgreSQL on 127.0.0.1:${service.embedded.port}, data in ${config.dataDir})` : 'server (PostgreSQL)';
   logger.info(
-    { port, mode, platformDomain: config.platformDomain },
+    { port, mode, platformDomain: config.platformDomain, ...(service.embedded?.socketDir ? { postgresSocket: service.embedded.socketDir } : {}) },
     `engage listening on http://localhost:${port}; organisations answer on http://<slug>.${config.platformDomain}:${port}`,
   );
 

@@ -95,10 +95,11 @@ export interface ServiceOptions {
 /** Opens the stores, applies migrations, prepares the read models and composes the HTTP app. */
 export async function openService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
   if (config.databaseUrl && options.waitForStores) await waitForPostgres(config.databaseUrl, logger, config.databaseTimeouts.connectMs);
-  // Embedded mode: a PostgreSQL server of DATA_DIR's own, started here or joined; from then on the same pool as in server mode.
+  // Embedded mode: a PostgreSQL server of DATA_DIR's own, started here or joined, reached through its Unix
+  // socket (over TCP when it has none this process can use); from then on the same pool as in server mode.
   const embedded = config.databaseUrl ? null : await openEmbeddedPostgres(config.dataDir, { logger });
   // A failed start stops the embedded server it started (unless another process uses it too).
-  const database = await openPostgres(config.databaseUrl ?? embedded!.url, {
+  const database = await openPostgres(config.databaseUrl ?? embedded!.localUrl, {
     max: config.databasePoolSize,
     applicationName: config.applicationName,
     timeouts: config.databaseTimeouts,

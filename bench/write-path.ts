@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { dataFolderOf, readPostmaster } from '../infra/embedded-postgres.ts';
+import { dataFolderOf, readPostmaster, socketUrlOf } from '../infra/embedded-postgres.ts';
 import {
   PeakSampler,
   commitDescription,
@@ -547,13 +547,17 @@ function serviceEnvironment(mode: Mode, databaseUrl: string | null, dataDir: str
   return env;
 }
 
-/** The URL of the embedded PostgreSQL a service runs on DATA_DIR (its credentials and its postmaster.pid). */
+/**
+ * The URL of the embedded PostgreSQL a service runs on DATA_DIR (its credentials and its postmaster.pid):
+ * through its Unix socket when it has one, as the service connects, so that both go the same way.
+ */
 function embeddedUrl(dataDir: string): string {
   const folder = dataFolderOf(dataDir);
   const credentials = JSON.parse(readFileSync(join(folder, 'engage.json'), 'utf8')) as { user: string; password: string };
-  const port = readPostmaster(folder)?.port;
-  if (!port) throw new Error(`no running PostgreSQL in ${folder}`);
-  return `postgres://${encodeURIComponent(credentials.user)}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/postgres`;
+  const postmaster = readPostmaster(folder);
+  if (!postmaster?.port) throw new Error(`no running PostgreSQL in ${folder}`);
+  if (postmaster.socketDir) return socketUrlOf(credentials, postmaster.port, postmaster.socketDir);
+  return `postgres://${encodeURIComponent(credentials.user)}:${encodeURIComponent(credentials.password)}@127.0.0.1:${postmaster.port}/postgres`;
 }
 
 async function runMode(mode: Mode): Promise<ModeResult> {

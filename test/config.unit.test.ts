@@ -51,6 +51,12 @@ describe('configuration', () => {
     expect(() => loadConfig({ WEBHOOK_ALLOW_PRIVATE_ADDRESSES: 'yes' })).toThrow(/WEBHOOK_ALLOW_PRIVATE_ADDRESSES:/);
   });
 
+  it("bounds V8's heap growth to 50% by default; 0 leaves it to V8", () => {
+    expect(loadConfig({}).heapGrowingPercent).toBe(50);
+    expect(loadConfig({ HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
+    expect(() => loadConfig({ HEAP_GROWING_PERCENT: '-5' })).toThrow(/HEAP_GROWING_PERCENT:/);
+  });
+
   it('needs a KurrentDB connection string to use KurrentDB', () => {
     expect(() => loadConfig({ EVENT_STORE: 'kurrentdb' })).toThrow(/KURRENTDB_CONNECTION_STRING/);
   });

@@ -35,6 +35,17 @@ async function answer(url: string): Promise<string> {
   }
 }
 
+/** The server's address as the session sees it: null through a Unix socket. */
+async function serverAddress(url: string): Promise<string | null> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  await client.connect();
+  try {
+    return (await client.query<{ address: string | null }>('select inet_server_addr()::text as address')).rows[0]!.address;
+  } finally {
+    await client.end();
+  }
+}
+
 /** Sessions that hold a member's share of the server. */
 async function members(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
@@ -53,7 +64,7 @@ afterAll(async () => {
 });
 
 describe('the embedded PostgreSQL', () => {
-  it('is a real PostgreSQL on 127.0.0.1, initialised on first start, and keeps its data across restarts', async () => {
+  it('is a real PostgreSQL on 127.0.0.1 and a Unix socket in its data folder, initialised on first start, and keeps its data across restarts', async () => {
     const dir = dataDir();
     const first = await open(dir);
     expect(first.url).toMatch(/^postgres:\/\/engage:[^@]+@127\.0\.0\.1:\d+\/postgres$/);
@@ -63,15 +74,25 @@ describe('the embedded PostgreSQL', () => {
     await client.query('create table kept (note text)');
     await client.query(`insert into kept values ('still here')`);
     const settings = await client.query<{ name: string; setting: string }>(
-      `select name, setting from pg_settings where name in ('listen_addresses', 'unix_socket_directories') order by name`,
+      `select name, setting from pg_settings where name in ('listen_addresses', 'unix_socket_directories', 'unix_socket_permissions') order by name`,
     );
     await client.end();
+    const folder = dataFolderOf(dir);
     expect(settings.rows).toEqual([
       { name: 'listen_addresses', setting: '127.0.0.1' },
-      { name: 'unix_socket_directories', setting: '' },
+      { name: 'unix_socket_directories', setting: `"${folder}"` },
+      { name: 'unix_socket_permissions', setting: '0700' },
     ]);
-    // The password is the owner's alone.
-    expect(statSync(join(dataFolderOf(dir), 'engage.json')).mode & 0o077).toBe(0);
+    // The password is the owner's alone, and so is the folder of the socket.
+    expect(statSync(join(folder, 'engage.json')).mode & 0o077).toBe(0);
+    expect(statSync(folder).mode & 0o077).toBe(0);
+    expect(statSync(join(folder, `.s.PGSQL.${first.port}`)).isSocket()).toBe(true);
+    // This process connects through the socket (no server address), with the password all the same.
+    expect(first.socketDir).toBe(folder);
+    expect(first.localUrl).not.toBe(first.url);
+    expect(await serverAddress(first.localUrl)).toBeNull();
+    expect(await serverAddress(first.url)).toBe('127.0.0.1/32');
+    await expect(serverAddress(first.localUrl.replace(/:[^:@]+@/, ':wrong@'))).rejects.toThrow(/password authentication failed/);
     const pid = runningPostmaster(dir)!;
     await first.release();
     expect(isRunning(pid)).toBe(false);
@@ -159,6 +180,18 @@ describe('the embedded PostgreSQL', () => {
     expect(runningPostmaster(dir)).toBeNull();
   });
 
+  it('listens on TCP only when the path of its socket would be too long for a Unix socket', async () => {
+    const parent = dataDir();
+    // Run by root, the server's OS user must pass through the folder above DATA_DIR.
+    chmodSync(parent, 0o711);
+    const deep = join(parent, 'a-data-directory-with-a-name-long-enough-to-make-the-socket-path-too-long');
+    const server = await open(deep);
+    expect(server.socketDir).toBeNull();
+    expect(server.localUrl).toBe(server.url);
+    expect(await answer(server.localUrl)).toMatch(/^PostgreSQL 16\./);
+    await server.release();
+  });
+
   it('refuses a data folder it did not create, and changes nothing in it', async () => {
     const notOurs = dataDir();
     mkdirSync(join(notOurs, 'postgres'));
@@ -180,6 +213,10 @@ describe.runIf(root)('the embedded PostgreSQL run by root', () => {
     const pid = runningPostmaster(dir)!;
     expect(statSync(`/proc/${pid}`).uid).toBe(postgres.uid);
     expect(statSync(dataFolderOf(dir)).uid).toBe(postgres.uid);
+    // Root reaches the socket in postgres's folder (mode 0700); another OS user cannot even enter that folder.
+    expect(first.socketDir).toBe(dataFolderOf(dir));
+    expect(await serverAddress(first.localUrl)).toBeNull();
+    expect(spawnSync('/bin/sh', ['-c', 'cd "$1"', 'probe', dataFolderOf(dir)], { uid: 65534, gid: 65534, stdio: 'ignore' }).status).not.toBe(0);
     await first.release();
 
     // Copied or made by someone else (root here): handed over to postgres at the next start.
