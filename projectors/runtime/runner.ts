@@ -1,12 +1,13 @@
 import { setMaxListeners } from 'node:events';
 import { inBackground, type Database } from '../../infra/database.ts';
+import { Slots } from '../../infra/slots.ts';
 import type { EventStore, SubscriptionBatch } from '../../infra/event-store/port.ts';
 import type { Logger } from '../../infra/logging.ts';
 import type { Consumer } from './consumer.ts';
 import { activeGenerations } from './generations.ts';
 import { LeaseKeeper } from './leases.ts';
 import { SharedLog } from './shared-log.ts';
-import { CheckpointMoves, GenerationWorker, Limiter } from './worker.ts';
+import { CheckpointMoves, GenerationWorker } from './worker.ts';
 
 export interface RuntimeOptions {
   /** Events per page of the shared log. */
@@ -43,7 +44,7 @@ export class ProjectionRunner {
   private readonly leases: LeaseKeeper;
   readonly log: SharedLog;
   private readonly moves: CheckpointMoves;
-  private readonly limiter: Limiter;
+  private readonly limiter: Slots;
   private scanning: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
 
@@ -63,7 +64,7 @@ export class ProjectionRunner {
       metadata: consumers.some((consumer) => consumer.kind !== 'projection'),
     });
     this.moves = new CheckpointMoves(database.db);
-    this.limiter = new Limiter(options.concurrency ?? 4);
+    this.limiter = new Slots(options.concurrency ?? 4);
   }
 
   get owner(): string {

@@ -10,6 +10,7 @@ import { generationRow, readyToSwap, relogBuild, restartWipedBuild, runtimeDb, s
 import type { LeaseKeeper } from './leases.ts';
 import type { LogPage, SharedLog } from './shared-log.ts';
 import { backoff, isTransient, sleep } from './transient.ts';
+import type { Slots } from '../../infra/slots.ts';
 
 export interface WorkerOptions {
   /** How long a consumer at the head sleeps without a wake-up before it looks again (a wake-up is a hint). */
@@ -33,25 +34,6 @@ const MOVE_INTERVAL_MS = 50;
 
 /** Events a process manager handles in one transaction unless told otherwise (see `WorkerOptions.processManagerBatch`). */
 export const PROCESS_MANAGER_BATCH = 50;
-
-/** At most `limit` batches at once in a process, so the projections leave the pool to the API. */
-export class Limiter {
-  private active = 0;
-  private readonly queue: (() => void)[] = [];
-
-  constructor(private readonly limit: number) {}
-
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
-    this.active++;
-    try {
-      return await work();
-    } finally {
-      this.active--;
-      this.queue.shift()?.();
-    }
-  }
-}
 
 /**
  * Checkpoints of consumers whose page held nothing for them move in one statement for all of them (compare-
@@ -105,7 +87,8 @@ export interface WorkerDependencies {
   log: SharedLog;
   leases: LeaseKeeper;
   moves: CheckpointMoves;
-  limiter: Limiter;
+  /** At most so many batches at once in the process, so the projections leave the pool to the API. */
+  limiter: Slots;
   logger: Logger;
   options: WorkerOptions;
 }
