@@ -407,18 +407,9 @@ export async function swapIn(
  * generation fills and built again once it is logged: one sorted build per index instead of an index entry
  * per row a batch writes, and `SET LOGGED` then rewrites the table without them. Their definitions wait in a
  * logged table of the generation's own, so they come back whatever happens in between.
- *
- * While it fills, a table also leaves a third of each page free (`fillfactor` 70; unless its migration set
- * storage parameters of its own): with the secondary indexes gone, an update of a counter or a score then
- * stays on its page as a heap-only tuple, with no new primary-key entry, and the page's dead versions are
- * pruned on the spot. A rebuild updates the same rows many times over (403,000 score upserts for 467,000 moves
- * in the bench's store); in a test of 600,000 score upserts, 74% of the updates were heap-only and the
- * upserts took 30% less time. The parameter is reset before `SET LOGGED`, whose rewrite packs the pages full
- * (a migration that set exactly `fillfactor = 70` and nothing else would see it reset too: none does).
  */
 const MARKER = 'unlogged_build_marker';
 const DEFERRED_INDEXES = 'deferred_indexes';
-const BUILD_FILLFACTOR = 70;
 
 /** The generation's tables that hold read-model rows (not the migrations' bookkeeping, not the marker). */
 async function readModelTables(db: UntypedDb, schema: string, persistence: 'p' | 'u' | 'any'): Promise<string[]> {
@@ -428,14 +419,6 @@ async function readModelTables(db: UntypedDb, schema: string, persistence: 'p' |
       and (${persistence} = 'any' or c.relpersistence = ${persistence})
     order by c.relname`.execute(db);
   return rows.rows.map((row) => row.name);
-}
-
-/** A table's storage parameters (`pg_class.reloptions`), null when it has none. */
-async function tableOptions(db: UntypedDb, schema: string, table: string): Promise<string[] | null> {
-  const rows = await sql<{ options: string[] | null }>`
-    select c.reloptions as options from pg_class c join pg_namespace n on n.oid = c.relnamespace
-    where n.nspname = ${schema} and c.relname = ${table}`.execute(db);
-  return rows.rows[0]?.options ?? null;
 }
 
 const qualified = (schema: string, table: string) => `${quoteIdentifier(schema)}.${quoteIdentifier(table)}`;
@@ -451,10 +434,7 @@ async function markerTable(db: UntypedDb, schema: string): Promise<'none' | 'pre
 export async function unlogBuild(db: UntypedDb, name: string, generation: number): Promise<void> {
   const schema = schemaOf(name, generation);
   await withDdlRetries(db, async (trx) => {
-    for (const table of await readModelTables(trx, schema, 'p')) {
-      const options = (await tableOptions(trx, schema, table)) === null ? `, set (fillfactor = ${BUILD_FILLFACTOR})` : '';
-      await sql.raw(`alter table ${qualified(schema, table)} set unlogged${options}`).execute(trx);
-    }
+    for (const table of await readModelTables(trx, schema, 'p')) await sql.raw(`alter table ${qualified(schema, table)} set unlogged`).execute(trx);
     await sql.raw(`create unlogged table if not exists ${qualified(schema, MARKER)} (since timestamptz not null default now())`).execute(trx);
     await sql.raw(`insert into ${qualified(schema, MARKER)} default values`).execute(trx);
     await deferSecondaryIndexes(trx, schema);
@@ -526,10 +506,7 @@ export async function relogBuild(db: UntypedDb, name: string, generation: number
   return withDdlRetries(db, async (trx) => {
     const marker = await markerTable(trx, schema);
     if (marker !== 'present') return marker === 'wiped' ? 'wiped' : 'logged';
-    for (const table of await readModelTables(trx, schema, 'u')) {
-      const options = (await tableOptions(trx, schema, table))?.includes(`fillfactor=${BUILD_FILLFACTOR}`) ? ', reset (fillfactor)' : '';
-      await sql.raw(`alter table ${qualified(schema, table)} set logged${options}`).execute(trx);
-    }
+    for (const table of await readModelTables(trx, schema, 'u')) await sql.raw(`alter table ${qualified(schema, table)} set logged`).execute(trx);
     await restoreSecondaryIndexes(trx, schema);
     await sql.raw(`drop table ${qualified(schema, MARKER)}`).execute(trx);
     return 'logged' as const;
