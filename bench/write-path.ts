@@ -676,13 +676,40 @@ async function runMode(mode: Mode): Promise<ModeResult> {
     result.peakRssMb.reference = referenceRss ? (await referenceRss.stop()).peakRssMb : null;
     result.peakRssMb.postgres = postgresRss ? (await postgresRss.stop()) || null : null;
     await database?.drop().catch(() => undefined);
-    rmSync(dataDir, { recursive: true, force: true });
+    // A service that died (not stopped) leaves its embedded PostgreSQL running, still writing in the folder.
+    await stopLeftoverPostgres(dataDir);
+    try {
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    } catch (error) {
+      // The other modes' results matter more than a scratch folder left behind.
+      say(`${mode}: ${dataDir} left behind: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
   if (mode === 'embedded' && result.peakRssMb.service !== null) {
     const limit = TARGETS.embedded.rssMb;
     result.rssTarget = { text: `each process ≤ ${limit} MB`, met: result.peakRssMb.service <= limit && (result.peakRssMb.postgres ?? 0) <= limit };
   }
   return result;
+}
+
+/** Stops the PostgreSQL an embedded service started in `dataDir` if it still runs (fast shutdown, at most 30 s). */
+async function stopLeftoverPostgres(dataDir: string): Promise<void> {
+  const postmaster = readPostmaster(dataFolderOf(dataDir));
+  if (!postmaster) return;
+  try {
+    process.kill(postmaster.pid, 'SIGINT');
+  } catch {
+    return; // gone already
+  }
+  for (let waited = 0; waited < 30_000; waited += 100) {
+    try {
+      process.kill(postmaster.pid, 0);
+    } catch {
+      return;
+    }
+    await sleep(100);
+  }
+  say(`the embedded PostgreSQL of ${dataDir} (pid ${postmaster.pid}) did not stop within 30 s`);
 }
 
 /** Issue 11's target for a run: custom events only. A run with errors or non-2xx answers misses it. */
