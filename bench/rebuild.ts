@@ -220,8 +220,10 @@ export async function benchRebuild(): Promise<RebuildResult> {
   }
 }
 
-/** The reference: the whole log read in order, a page of 5,000 at a time, as a rebuild's subscription reads it. */
-/** The whole log in keyset pages: its time, and the CPU this process and the setup pool's sessions spent on it. */
+/**
+ * The reference: the whole log read in order, a page of 5,000 at a time, as a rebuild's subscription reads it;
+ * its time, and the CPU this process and the setup pool's sessions spent on it.
+ */
 async function keysetRead(db: UntypedDb, store: PostgresEventStore, expected: number): Promise<{ seconds: number; cpuSeconds: number | null }> {
   const sessionsBefore = await setupSessionsCpu(db);
   const cpu = process.cpuUsage();

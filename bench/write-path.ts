@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { dataFolderOf, readPostmaster, socketUrlOf } from '../infra/embedded-postgres.ts';
+import { dataFolderOf, localUrlOf, readCredentials, readPostmaster } from '../infra/embedded-postgres.ts';
 import {
   PeakSampler,
   commitDescription,
@@ -553,11 +553,9 @@ function serviceEnvironment(mode: Mode, databaseUrl: string | null, dataDir: str
  */
 function embeddedUrl(dataDir: string): string {
   const folder = dataFolderOf(dataDir);
-  const credentials = JSON.parse(readFileSync(join(folder, 'engage.json'), 'utf8')) as { user: string; password: string };
   const postmaster = readPostmaster(folder);
   if (!postmaster?.port) throw new Error(`no running PostgreSQL in ${folder}`);
-  if (postmaster.socketDir) return socketUrlOf(credentials, postmaster.port, postmaster.socketDir);
-  return `postgres://${encodeURIComponent(credentials.user)}:${encodeURIComponent(credentials.password)}@127.0.0.1:${postmaster.port}/postgres`;
+  return localUrlOf(readCredentials(folder), postmaster.port, postmaster.socketDir);
 }
 
 async function runMode(mode: Mode): Promise<ModeResult> {

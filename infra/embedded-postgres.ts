@@ -125,7 +125,7 @@ export async function openEmbeddedPostgres(dataDir: string, options: EmbeddedPos
   const url = urlOf(credentials, port);
   return {
     url,
-    localUrl: socketDir ? socketUrlOf(credentials, port, socketDir) : url,
+    localUrl: localUrlOf(credentials, port, socketDir),
     port,
     socketDir,
     release: () => membership.leave(),
@@ -136,8 +136,12 @@ function urlOf(credentials: Credentials, port: number): string {
   return `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/${DATABASE}`;
 }
 
-/** The same server through its Unix socket: `pg` takes a `host` that starts with `/` as the socket's folder. */
-export function socketUrlOf(credentials: Credentials, port: number, socketDir: string): string {
+/**
+ * What a process of this machine connects with: through the server's Unix socket when it has one (`pg` takes
+ * a `host` that starts with `/` as the socket's folder), else over TCP.
+ */
+export function localUrlOf(credentials: Credentials, port: number, socketDir: string | null): string {
+  if (!socketDir) return urlOf(credentials, port);
   return `postgres://${credentials.user}:${encodeURIComponent(credentials.password)}@localhost:${port}/${DATABASE}?host=${encodeURIComponent(socketDir)}`;
 }
 
@@ -554,7 +558,7 @@ async function ensureInitialised(dataDir: string, binaries: Binaries, runAs: OsU
   }
 }
 
-function readCredentials(folder: string): Credentials {
+export function readCredentials(folder: string): Credentials {
   const credentials = JSON.parse(readFileSync(credentialsFileOf(folder), 'utf8')) as Partial<Credentials>;
   if (typeof credentials.user !== 'string' || typeof credentials.password !== 'string') throw new Error(`${credentialsFileOf(folder)} is not valid`);
   return { user: credentials.user, password: credentials.password };
