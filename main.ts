@@ -94,7 +94,10 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down: no new connections, finishing requests in flight');
     const forced = setTimeout(() => {
       logger.error('shutdown took too long; exiting');
-      process.exit(1);
+      // Requests or batches that do not finish must not leave the embedded PostgreSQL running without a
+      // user: it is left as a normal stop leaves it (stopped when this process was its last user), bounded.
+      const released = service.embedded?.release().catch((error: unknown) => logger.error({ err: error }, 'the embedded PostgreSQL could not be stopped'));
+      void Promise.race([released, new Promise((resolve) => setTimeout(resolve, FORCED_RELEASE_MS))]).finally(() => process.exit(1));
     }, config.shutdownTimeoutMs);
     forced.unref();
     server.close();
@@ -109,6 +112,9 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
+
+/** How long a forced exit waits for the embedded PostgreSQL to stop (a fast shutdown takes well under a second). */
+const FORCED_RELEASE_MS = 10_000;
 
 class StartAbandoned extends Error {}
 

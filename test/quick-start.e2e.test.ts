@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dataFolderOf } from '../infra/embedded-postgres.ts';
@@ -22,8 +22,8 @@ const started: ChildProcess[] = [];
 const envFor = (dir: string) => ({ ...process.env, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: '', REDIS_URL: '' });
 
 /** `npm start` as its script runs it: `node bin/start.mjs`; resolves once the service listens. */
-async function start(dir: string): Promise<{ service: ChildProcess; port: number; log: () => string }> {
-  const service = spawn(process.execPath, ['bin/start.mjs'], { env: envFor(dir), stdio: ['ignore', 'pipe', 'pipe'] });
+async function start(dir: string, env: Record<string, string> = {}): Promise<{ service: ChildProcess; port: number; log: () => string }> {
+  const service = spawn(process.execPath, ['bin/start.mjs'], { env: { ...envFor(dir), ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   started.push(service);
   let log = '';
   service.stdout.on('data', (chunk: Buffer) => (log += chunk.toString()));
@@ -165,6 +165,28 @@ describe('quick start in embedded mode', () => {
     expect(log).toContain('"msg":"stopping once the start has finished"');
     expect(log).toContain('"msg":"embedded PostgreSQL stopped"');
     expect(runningPostmaster(other)).toBeNull();
+  });
+
+  it('a stop that cannot finish in time still stops its PostgreSQL: a request whose body never ends holds the server open past SHUTDOWN_TIMEOUT_MS', async () => {
+    const dir = dataDir();
+    const service = await start(dir, { SHUTDOWN_TIMEOUT_MS: '1000' });
+    expect(runningPostmaster(dir)).not.toBeNull();
+    // A request in flight for good: its headers are read (the server answers 100 Continue), its body never completes.
+    const socket = connect(service.port, '127.0.0.1');
+    socket.on('error', () => undefined);
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    socket.write(
+      'POST /api/v2/admin/leaderboards HTTP/1.1\r\nHost: acme.localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n',
+    );
+    await waitUntil(() => received.includes('100 Continue'), 10_000, 'the server to read the request');
+    socket.write('{"name":');
+
+    expect(await stop(service.service, 'SIGTERM')).toBe(1);
+    socket.destroy();
+    expect(service.log()).toContain('"msg":"shutdown took too long; exiting"');
+    expect(service.log()).toContain('"msg":"embedded PostgreSQL stopped"');
+    expect(runningPostmaster(dir)).toBeNull();
   });
 
   it('refuses to start on a bad setting, naming the variable', () => {
