@@ -28,11 +28,12 @@ import { projections } from '../projectors/index.ts';
 import { ProjectionRunner, prepareProjections, waitForProjections } from '../projectors/runtime/index.ts';
 import { migrate } from '../service.ts';
 import { writeWorld } from './million-store.ts';
-import { databaseUrl, percentiles, runIfMain, scratchDatabase, silentLogger, sleep, type Percentiles } from './support.ts';
+import { connectionSampler, databaseUrl, percentiles, runIfMain, scratchDatabase, silentLogger, sleep, type Percentiles } from './support.ts';
 
 export const LAG_TARGET_P99_MS = 100;
 
 const CONCURRENCY = 8;
+const SERVICE_APPLICATION = 'engage-bench-service';
 /** How long a write may take to show in every read model before it counts as lost (and the run fails). */
 const SETTLE_TIMEOUT_MS = 60_000;
 /** The service's default wait for `x-min-position` (READ_YOUR_WRITES_TIMEOUT_MS) before it answers 503. */
@@ -56,6 +57,13 @@ export interface LiveLagResult {
     strangersHeldSeconds: number;
     /** Writes that a read with `x-min-position` would have waited for longer than READ_YOUR_WRITES_WAIT_MS (a 503). */
     readYourWrites503: number;
+    /**
+     * What the phase cost per write, from its first write until every read model had passed the last one:
+     * CPU of this process (the writers, every consumer, the poller) and of its PostgreSQL sessions (null when
+     * not readable), and the statements its pool sent, by purpose. A busy machine stretches the lag; it
+     * changes these far less, so they compare two versions of the pipeline.
+     */
+    perWrite: { nodeCpuMs: number; postgresCpuMs: number | null; statements: number; statementsByPurpose: Record<string, number> };
   };
   readModels: string[];
   targetP99Ms: number;
@@ -73,7 +81,12 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
   const capacitySeconds = Number(process.env.BENCH_LAG_CAPACITY_S ?? 3);
   const lagSeconds = Number(process.env.BENCH_LAG_SECONDS ?? 60);
   const scratch = await scratchDatabase('engage_bench_live');
-  const database = await openPostgres(scratch.url(), { max: 10, applicationName: 'engage-bench-service' });
+  const database = await openPostgres(scratch.url(), { max: 10, applicationName: SERVICE_APPLICATION });
+  const statements = new Map<string, number>();
+  let countingStatements = false;
+  database.observeStatements((purpose) => {
+    if (countingStatements) statements.set(purpose, (statements.get(purpose) ?? 0) + 1);
+  });
   const store = new PostgresEventStore(database);
   let runner: ProjectionRunner | null = null;
   const poller = new pg.Client({ connectionString: scratch.url('engage-bench-poller') });
@@ -168,6 +181,9 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
         await sleep(1);
       }
     })();
+    const postgresCpu = await connectionSampler(scratch.name, SERVICE_APPLICATION);
+    const cpuBefore = process.cpuUsage();
+    countingStatements = true;
     const writes: Promise<void>[] = [];
     const total = Math.max(1, Math.round(rate * lagSeconds));
     const scheduleStarted = performance.now();
@@ -186,6 +202,9 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     const lagElapsed = (performance.now() - scheduleStarted) / 1000;
     const settleDeadline = performance.now() + SETTLE_TIMEOUT_MS;
     while (pending.length > 0 && performance.now() < settleDeadline) await sleep(5);
+    countingStatements = false;
+    const cpu = process.cpuUsage(cpuBefore);
+    const { postgresCpuSeconds } = await postgresCpu.stop();
     polling = false;
     await watching;
     const strangersHeldSeconds = (performance.now() - strangersSince) / 1000;
@@ -210,6 +229,12 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
         pollIntervalMs,
         strangersHeldSeconds,
         readYourWrites503: lags.filter((lag) => lag > READ_YOUR_WRITES_WAIT_MS).length,
+        perWrite: {
+          nodeCpuMs: (cpu.user + cpu.system) / 1000 / total,
+          postgresCpuMs: postgresCpuSeconds === null ? null : (postgresCpuSeconds * 1000) / total,
+          statements: [...statements.values()].reduce((sum, count) => sum + count, 0) / total,
+          statementsByPurpose: Object.fromEntries([...statements].sort((a, b) => b[1] - a[1]).map(([purpose, count]) => [purpose, count / total])),
+        },
       },
       readModels,
       targetP99Ms: LAG_TARGET_P99_MS,

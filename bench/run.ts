@@ -240,6 +240,19 @@ function report(
       '',
       `p99 ≤ ${lr.targetP99Ms} ms: ${met(lr.lag.unsettled === 0 && lr.lag.lagMs.p99 <= lr.targetP99Ms)}`,
     ]);
+    const perWrite = lr.lag.perWrite;
+    rows.push([
+      'CPU and statements per write during that phase (this process: writers, every consumer, the poller; and its PostgreSQL sessions)',
+      `${n(perWrite.nodeCpuMs, 2)} ms Node + ${perWrite.postgresCpuMs === null ? 'n/a' : `${n(perWrite.postgresCpuMs, 2)} ms`} PostgreSQL; ${n(perWrite.statements, 1)} statements (${Object.entries(
+        perWrite.statementsByPurpose,
+      )
+        .slice(0, 4)
+        .map(([purpose, count]) => `${purpose} ${n(count, 1)}`)
+        .join(', ')})`,
+      '',
+      '',
+      '',
+    ]);
     rows.push([
       `Read-your-writes during that phase, with a writing transaction held open in another database and one on a table of ours outside the event store (${n(lr.lag.strangersHeldSeconds)} s)`,
       `${n(lr.lag.readYourWrites503)} writes a read with \`x-min-position\` would have waited for more than 5 s (a 503)`,
