@@ -6,7 +6,7 @@
  * `handleCommand`), so the engine engages them and the read models follow its facts.
  *
  * 1. Write capacity: closed loop at concurrency 8 for BENCH_LAG_CAPACITY_S (default 3) seconds → writes/s.
- * 2. Lag: an open loop at half that rate for BENCH_LAG_SECONDS (default 60) seconds (each write starts on
+ * 2. Lag: an open loop at half that rate (or BENCH_LAG_RATE writes/s) for BENCH_LAG_SECONDS (default 60) seconds (each write starts on
  *    schedule, whatever the others do); for each write, the time from its acknowledgement until every live
  *    read model's checkpoint has passed its position, seen by one client polling `projection_generations`
  *    every millisecond or so → p50, p99, max. Target: p99 <= 100 ms. Throughout, two strangers hold a
@@ -152,7 +152,8 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     await here.query('begin');
     await here.query('insert into bench_stranger values (1)');
     const strangersSince = performance.now();
-    const rate = writesPerSecond / 2;
+    // Half the capacity just measured, unless BENCH_LAG_RATE fixes it (two versions compared at the same load).
+    const rate = Number(process.env.BENCH_LAG_RATE ?? 0) || writesPerSecond / 2;
     const pending: { position: string; ackAt: number }[] = [];
     const lags: number[] = [];
     const acks: number[] = [];
