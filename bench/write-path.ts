@@ -23,6 +23,10 @@
  *
  *   npx tsx bench/write-path.ts                                          # every mode, 3 s per run
  *   BENCH_WRITE_MODES=command-api BENCH_WRITE_SECONDS=10 npx tsx bench/write-path.ts
+ *
+ * BENCH_WRITE_NODE_FLAGS (space-separated) are given to the service's node, before `bin/start.mjs` (NODE_OPTIONS
+ * is not passed on): `--cpu-prof --cpu-prof-dir=/tmp/profiles` writes a profile of each mode's service as it
+ * stops, `--max-semi-space-size=64` tries a V8 setting.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -55,6 +59,7 @@ const SETTLE_SECONDS = Number(process.env.BENCH_WRITE_SETTLE_S ?? 5);
 const CONNECTIONS = (process.env.BENCH_WRITE_CONNECTIONS ?? '16,64').split(',').map(Number);
 const MODES = (process.env.BENCH_WRITE_MODES ?? 'command-api,all,embedded').split(',').map((mode) => mode.trim()) as Mode[];
 const POOL_SIZE = Number(process.env.BENCH_WRITE_POOL_SIZE ?? 10);
+const NODE_FLAGS = (process.env.BENCH_WRITE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const BATCH_SIZE = 100;
 const KNOWN_USERS = 20;
@@ -139,6 +144,8 @@ export interface WritePathResult {
   connections: number[];
   poolSize: number;
   batchSize: number;
+  /** BENCH_WRITE_NODE_FLAGS: the flags the service's node ran with (a profiler slows it down). */
+  nodeFlags: string[];
   modes: ModeResult[];
 }
 
@@ -272,7 +279,7 @@ const listeningPort = (line: string): number | null => {
 };
 
 function startService(role: 'command-api' | 'all' | null, env: NodeJS.ProcessEnv): Promise<Started> {
-  return startProcess(['bin/start.mjs', ...(role ? [`--role=${role}`] : [])], env, listeningPort, 180_000);
+  return startProcess([...NODE_FLAGS, 'bin/start.mjs', ...(role ? [`--role=${role}`] : [])], env, listeningPort, 180_000);
 }
 
 function startReference(databaseUrl: string): Promise<Started> {
@@ -758,6 +765,7 @@ export async function main(): Promise<WritePathResult> {
     connections: CONNECTIONS,
     poolSize: POOL_SIZE,
     batchSize: BATCH_SIZE,
+    nodeFlags: NODE_FLAGS,
     modes,
   };
 }
@@ -860,6 +868,7 @@ export function writePathReport(result: WritePathResult): string {
   return [
     `Write path: run ${result.date} at commit ${result.commit}; ${result.machine}; PostgreSQL ${postgres.join(', ') || 'unknown'}; took ${n(result.totalSeconds)} s. ` +
       `Autocannon, ${result.seconds} s per run after ${result.warmupSeconds} s of warm-up per scenario; a pool of ${result.poolSize} in the service and in the reference. ` +
+      (result.nodeFlags.length > 0 ? `The service's node ran with \`${result.nodeFlags.join(' ')}\`. ` : '') +
       `Load average ${n(result.loadAverage.start, 1)} at the start and ${n(result.loadAverage.end, 1)} at the end (2 cores${result.loadAverage.start > 2 || result.loadAverage.end > 2 ? ': the machine was busy with other work, which the ratios to the reference measured in the same run allow for only in part' : ''}).`,
     '',
     [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n'),
