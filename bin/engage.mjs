@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-old-space-size=400 --max-semi-space-size=32
+#!/usr/bin/env -S node --max-old-space-size=400
 // The `engage` command (`npx engage ...`), compiled (bin/build.mjs builds it when needed).
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -15,12 +15,10 @@ await ensureBuilt();
  * node with the bound: ENGAGE_REBUILD_HEAP_MB sets it (0: none); a heap size given in NODE_OPTIONS or on
  * node's command line wins. Signals reach that rebuild through this launcher, which ends with its exit code.
  *
- * Its young generation may grow to 32 MB semi-spaces (node's default for this heap is 16): a page of the log
- * lives until every read model has taken it, so the default scavenges copied most of it once or twice before
- * promoting it. The 1M-event rebuild, A/B twice on one machine: 59.6/53.7 s → 49.4/44.5 s, Node's CPU −20 to
- * −25%; peak RSS 253–258 MB → 289–292 MB (16 MB: no change).
+ * Its young generation keeps node's default (16 MB semi-spaces). 32 MB ones saved Node 20-25% of its CPU on a
+ * slower machine, but 4% on a faster one, and raised the peak resident set from about 255 MB to 288-300 MB,
+ * at the 300 MB that a rebuild may hold (the 1M-event bench, 2026-11-27, twice each way): not worth it.
  */
-const SEMI_SPACE_FLAG = '--max-semi-space-size=32';
 const HEAP_MB = Number(process.env.ENGAGE_REBUILD_HEAP_MB ?? 400);
 const args = process.argv.slice(2);
 const isRebuild = args[0] === 'projections' && args[1] === 'rebuild';
@@ -30,7 +28,7 @@ const heapGiven = given('--max-old-space-size');
 
 if (isRebuild && HEAP_MB > 0 && !heapGiven) {
   // Its own process group: a Ctrl-C reaches it once, through here, as a signal sent to this launcher does.
-  const flags = [...process.execArgv, `--max-old-space-size=${HEAP_MB}`, ...(given('--max-semi-space-size') ? [] : [SEMI_SPACE_FLAG])];
+  const flags = [...process.execArgv, `--max-old-space-size=${HEAP_MB}`];
   const child = spawn(process.execPath, [...flags, fileURLToPath(import.meta.url), ...args], {
     stdio: 'inherit',
     detached: process.platform !== 'win32',
