@@ -96,6 +96,9 @@ async function main(): Promise<void> {
       logger.error('shutdown took too long; exiting');
       // Requests or batches that do not finish must not leave the embedded PostgreSQL running without a
       // user: it is left as a normal stop leaves it (stopped when this process was its last user), bounded.
+      // Its stop ends the sessions still in use, whose errors may surface with nobody to hear them: on the
+      // way out they are logged, not a crash that would cut the stop short.
+      process.on('uncaughtException', (error) => logger.warn({ err: error }, 'while exiting'));
       const released = service.embedded?.release().catch((error: unknown) => logger.error({ err: error }, 'the embedded PostgreSQL could not be stopped'));
       void Promise.race([released, new Promise((resolve) => setTimeout(resolve, FORCED_RELEASE_MS))]).finally(() => process.exit(1));
     }, config.shutdownTimeoutMs);
