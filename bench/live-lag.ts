@@ -6,8 +6,8 @@
  * `handleCommand`), so the engine engages them and the read models follow its facts.
  *
  * 1. Write capacity: closed loop at concurrency 8 for BENCH_LAG_CAPACITY_S (default 3) seconds → writes/s.
- * 2. Lag: an open loop at half that rate (or BENCH_LAG_RATE writes/s) for BENCH_LAG_SECONDS (default 60) seconds (each write starts on
- *    schedule, whatever the others do); for each write, the time from its acknowledgement until every live
+ * 2. Lag: an open loop at half that rate (or BENCH_LAG_RATE writes/s) for BENCH_LAG_SECONDS (default 60)
+ *    seconds (each write starts on schedule, whatever the others do); for each write, the time from its acknowledgement until every live
  *    read model's checkpoint has passed its position, seen by one client polling `projection_generations`
  *    every millisecond or so → p50, p99, max. Target: p99 <= 100 ms. Throughout, two strangers hold a
  *    writing transaction open: one in another database of the server, one in this database on a table that

@@ -37,7 +37,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { dataFolderOf, localUrlOf, readCredentials, readPostmaster } from '../infra/embedded-postgres.ts';
+import { dataFolderOf, localUrlOf, readCredentials, readPostmaster, stopServer } from '../infra/embedded-postgres.ts';
 import {
   PeakSampler,
   commitDescription,
@@ -48,6 +48,7 @@ import {
   processSampler,
   runIfMain,
   scratchDatabase,
+  silentLogger,
   sleep,
   type Percentiles,
 } from './support.ts';
@@ -682,7 +683,7 @@ async function runMode(mode: Mode): Promise<ModeResult> {
     result.peakRssMb.postgres = postgresRss ? (await postgresRss.stop()) || null : null;
     await database?.drop().catch(() => undefined);
     // A service that died (not stopped) leaves its embedded PostgreSQL running, still writing in the folder.
-    await stopLeftoverPostgres(dataDir);
+    await stopServer(dataFolderOf(dataDir), silentLogger);
     try {
       rmSync(dataDir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
     } catch (error) {
@@ -695,26 +696,6 @@ async function runMode(mode: Mode): Promise<ModeResult> {
     result.rssTarget = { text: `each process ≤ ${limit} MB`, met: result.peakRssMb.service <= limit && (result.peakRssMb.postgres ?? 0) <= limit };
   }
   return result;
-}
-
-/** Stops the PostgreSQL an embedded service started in `dataDir` if it still runs (fast shutdown, at most 30 s). */
-async function stopLeftoverPostgres(dataDir: string): Promise<void> {
-  const postmaster = readPostmaster(dataFolderOf(dataDir));
-  if (!postmaster) return;
-  try {
-    process.kill(postmaster.pid, 'SIGINT');
-  } catch {
-    return; // gone already
-  }
-  for (let waited = 0; waited < 30_000; waited += 100) {
-    try {
-      process.kill(postmaster.pid, 0);
-    } catch {
-      return;
-    }
-    await sleep(100);
-  }
-  say(`the embedded PostgreSQL of ${dataDir} (pid ${postmaster.pid}) did not stop within 30 s`);
 }
 
 /** Issue 11's target for a run: custom events only. A run with errors or non-2xx answers misses it. */

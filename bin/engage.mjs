@@ -22,14 +22,11 @@ await ensureBuilt();
 const HEAP_MB = Number(process.env.ENGAGE_REBUILD_HEAP_MB ?? 400);
 const args = process.argv.slice(2);
 const isRebuild = args[0] === 'projections' && args[1] === 'rebuild';
-/** Whether node's command line or NODE_OPTIONS already names this flag (then it wins). */
-const given = (name) => [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((flag) => flag.startsWith(name));
-const heapGiven = given('--max-old-space-size');
+const heapGiven = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((flag) => flag.startsWith('--max-old-space-size'));
 
 if (isRebuild && HEAP_MB > 0 && !heapGiven) {
   // Its own process group: a Ctrl-C reaches it once, through here, as a signal sent to this launcher does.
-  const flags = [...process.execArgv, `--max-old-space-size=${HEAP_MB}`];
-  const child = spawn(process.execPath, [...flags, fileURLToPath(import.meta.url), ...args], {
+  const child = spawn(process.execPath, [...process.execArgv, `--max-old-space-size=${HEAP_MB}`, fileURLToPath(import.meta.url), ...args], {
     stdio: 'inherit',
     detached: process.platform !== 'win32',
   });

@@ -436,8 +436,11 @@ async function startServer(
   }
 }
 
-/** Fast shutdown (open sessions end, nothing committed is lost), waiting until the server has gone. */
-async function stopServer(folder: string, logger: Logger): Promise<void> {
+/**
+ * Fast shutdown of the server running in `folder` (open sessions end, nothing committed is lost), then
+ * SIGQUIT and SIGKILL if it does not go, waiting until it has gone; nothing when none runs there.
+ */
+export async function stopServer(folder: string, logger: Logger): Promise<void> {
   const postmaster = readPostmaster(folder);
   if (!postmaster || !isPostgresProcess(postmaster.pid)) return;
   const started = Date.now();
