@@ -234,7 +234,7 @@ function report(
       '',
     ]);
     rows.push([
-      `Live lag, write acknowledged → every read model past it (${n(lr.lag.rate, 1)} writes/s for ${n(lr.lag.seconds)} s)`,
+      `Live lag, write acknowledged → every read model's checkpoint committed past it (${n(lr.lag.rate, 1)} writes/s for ${n(lr.lag.seconds)} s)`,
       `p50 ${n(lr.lag.lagMs.p50)} ms, p99 ${n(lr.lag.lagMs.p99)} ms, max ${n(lr.lag.lagMs.max)} ms${lr.lag.unsettled ? `, ${lr.lag.unsettled} never` : ''}`,
       '',
       '',
@@ -242,13 +242,21 @@ function report(
     ]);
     const perWrite = lr.lag.perWrite;
     rows.push([
-      'CPU and statements per write during that phase (this process: writers, every consumer, the poller; and its PostgreSQL sessions)',
+      'CPU and statements per write during that phase (this process: writers, every consumer; and its PostgreSQL sessions)',
       `${n(perWrite.nodeCpuMs, 2)} ms Node + ${perWrite.postgresCpuMs === null ? 'n/a' : `${n(perWrite.postgresCpuMs, 2)} ms`} PostgreSQL; ${n(perWrite.statements, 1)} statements (${Object.entries(
         perWrite.statementsByPurpose,
       )
         .slice(0, 4)
         .map(([purpose, count]) => `${purpose} ${n(count, 1)}`)
         .join(', ')})`,
+      '',
+      '',
+      '',
+    ]);
+    const reads = lr.lag.readYourWritesReads;
+    rows.push([
+      `Read-your-writes as a client waits for it: one write in 25 read back with \`x-min-position\` (the service's wait) right after its acknowledgement`,
+      `${n(reads.reads)} reads: ready after p50 ${n(reads.waitMs.p50)} ms, p99 ${n(reads.waitMs.p99)} ms; ${n(reads.timedOut)} would have been a 503`,
       '',
       '',
       '',

@@ -352,4 +352,29 @@ describe('projector runtime on PostgreSQL, across processes and sessions', () =>
     expect(appliedThere + appliedHere).toBe(200);
     expect(appliedHere).toBeGreaterThan(0);
   });
+
+  it('reports every checkpoint once it has committed, a batch or a move past events it does not handle, in order', async () => {
+    // Each report is checked against the row as another session reads it at that moment.
+    const reports: { name: string; checkpoint: string | null; row: Promise<string | null | undefined> }[] = [];
+    const projector = runner(test, store, {
+      batchSize: 4,
+      onCheckpoint: (name, generation, checkpoint) =>
+        void reports.push({ name, checkpoint, row: generationRow(test.database.db, name, generation).then((row) => row?.checkpoint) }),
+    });
+    await projector.start();
+    await appendTally(store, 3, 5);
+    // Events the projection does not handle: its checkpoint moves past them without a batch.
+    await appendTally(store, 2, 3, 'Ignored');
+    await waitUntil(() => caughtUp(test, store), 20_000, 'projection to catch up');
+    await projector.stop();
+
+    const head = (await store.head())!.position;
+    expect(new Set(reports.map((report) => report.name))).toEqual(new Set(['tally']));
+    expect(reports.at(-1)?.checkpoint).toBe(head);
+    const seen = await Promise.all(reports.map(async (report) => ({ reported: report.checkpoint, row: await report.row })));
+    for (const { reported, row } of seen) expect(row! >= reported!).toBe(true);
+    const reported = seen.map((report) => report.reported!);
+    expect(reported).toEqual([...reported].sort());
+    expect(new Set(reported).size).toBe(reported.length);
+  });
 });

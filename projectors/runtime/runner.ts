@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { inBackground, type Database } from '../../infra/database.ts';
 import { Slots } from '../../infra/slots.ts';
-import type { EventStore, SubscriptionBatch } from '../../infra/event-store/port.ts';
+import type { EventStore, Position, SubscriptionBatch } from '../../infra/event-store/port.ts';
 import type { Logger } from '../../infra/logging.ts';
 import type { Consumer } from './consumer.ts';
 import { activeGenerations } from './generations.ts';
@@ -29,6 +29,8 @@ export interface RuntimeOptions {
   processManagerBatch?: number;
   /** Called inside a batch's transaction after its events were applied and before its checkpoint commits. */
   onBatchApplied?: (name: string, generation: number, batch: SubscriptionBatch) => Promise<void> | void;
+  /** Called once a generation's checkpoint has committed (see WorkerOptions). */
+  onCheckpoint?: (name: string, generation: number, checkpoint: Position | null) => void;
 }
 
 /**
@@ -112,6 +114,7 @@ export class ProjectionRunner {
             idlePollMs: this.options.idlePollMs,
             processManagerBatch: this.options.processManagerBatch,
             onBatchApplied: this.options.onBatchApplied,
+            onCheckpoint: this.options.onCheckpoint,
             buildingBatchPages: this.options.buildingBatchPages,
             buildingBatchEvents: this.options.buildingBatchEvents,
           },

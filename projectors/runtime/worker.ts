@@ -27,6 +27,11 @@ export interface WorkerOptions {
   buildingBatchEvents?: number;
   /** Called inside a batch's transaction after its events were applied and before its checkpoint commits. */
   onBatchApplied?: (name: string, generation: number, batch: SubscriptionBatch) => Promise<void> | void;
+  /**
+   * Called once a generation's checkpoint has committed (a batch, or a move past events it does not handle):
+   * where a reader of its row, `x-min-position` included, sees it from then on. Must not throw.
+   */
+  onCheckpoint?: (name: string, generation: number, checkpoint: Position | null) => void;
 }
 
 /** How often a live consumer with nothing to apply writes where it stands (see `GenerationWorker.persisted`). */
@@ -204,6 +209,7 @@ export class GenerationWorker {
         await this.applyPage(events, stored, last.checkpoint);
         this.persisted = last.checkpoint;
         this.persistedAt = Date.now();
+        this.deps.options.onCheckpoint?.(this.consumer.name, this.generation, last.checkpoint);
       });
     this.checkpoint = last.checkpoint;
     if (this.building) await this.trySwap(last.checkpoint, last.isEnd);
@@ -214,6 +220,7 @@ export class GenerationWorker {
     await this.deps.moves.move(this.consumer.name, this.generation, stored, to);
     this.persisted = to;
     this.persistedAt = Date.now();
+    this.deps.options.onCheckpoint?.(this.consumer.name, this.generation, to);
   }
 
   /**
