@@ -14,11 +14,11 @@
  *    that is not the event store (once, either stopped every read model for as long as it stayed open). A
  *    write whose lag passes the read-your-writes wait (READ_YOUR_WRITES_TIMEOUT_MS' default, 5 s) would have
  *    been a 503 to a client reading with `x-min-position`: counted. Beside it, one write in 25 is read back as a
- *    client does (`waitForProjections`, the wait behind `x-min-position`, from connections of its own): the
- *    time until that read may go ahead. Until 2026-11-28 one client polled `projection_generations` every
- *    millisecond instead of the runner's reports: under the held transaction that poll read every dead version
- *    of the checkpoint rows and took a quarter of a core on a 2-core machine (a tenth of all it could do),
- *    which lengthened the lag it measured.
+ *    client does (`waitForProjections`, the wait behind `x-min-position`, in the service's pool as `ROLE=all`
+ *    runs it): the time until that read may go ahead. Until 2026-11-28 one client polled
+ *    `projection_generations` every millisecond instead of the runner's reports: under the held transaction
+ *    that poll read every dead version of the checkpoint rows and took a quarter of a core on a 2-core machine
+ *    (a tenth of all it could do), which lengthened the lag it measured.
  *
  *   npx tsx bench/live-lag.ts
  */
@@ -40,8 +40,8 @@ export const LAG_TARGET_P99_MS = 100;
 const CONCURRENCY = 8;
 const SERVICE_APPLICATION = 'engage-bench-service';
 const READER_APPLICATION = 'engage-bench-reader';
-/** One write in so many is also read back as a client would, with `x-min-position` (the service's own wait). */
-const READ_YOUR_WRITES_SAMPLE = 25;
+/** One write in so many (BENCH_RYW_SAMPLE) is also read back as a client would, with `x-min-position` (the service's own wait). */
+const READ_YOUR_WRITES_SAMPLE = Number(process.env.BENCH_RYW_SAMPLE ?? 25);
 /** How long a write may take to show in every read model before it counts as lost (and the run fails). */
 const SETTLE_TIMEOUT_MS = 60_000;
 /** The service's default wait for `x-min-position` (READ_YOUR_WRITES_TIMEOUT_MS) before it answers 503. */
@@ -66,7 +66,7 @@ export interface LiveLagResult {
     readYourWrites503: number;
     /**
      * One write in READ_YOUR_WRITES_SAMPLE read back right after its acknowledgement as a client does with
-     * `x-min-position` (the service's own wait, polling the checkpoints from connections of its own): how long
+     * `x-min-position` (the service's own wait, in its pool, as `ROLE=all` reads): how long
      * from the acknowledgement until the read could go ahead, and how many would have been a 503.
      */
     readYourWritesReads: { reads: number; waitMs: Percentiles; timedOut: number };
@@ -102,10 +102,9 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
   });
   const store = new PostgresEventStore(database);
   let runner: ProjectionRunner | null = null;
-  // The clients' side: its own connections, as a query API's would be.
+  // Reads the checkpoints before the lag phase, and counts the log after it.
   const reader = new pg.Client({ connectionString: scratch.url(READER_APPLICATION) });
   reader.on('error', () => undefined);
-  const readers = await openPostgres(scratch.url(), { max: 2, applicationName: READER_APPLICATION });
   const strangers = [
     new pg.Client({ connectionString: databaseUrl('postgres', 'engage-bench-stranger') }),
     new pg.Client({ connectionString: scratch.url('engage-bench-stranger') }),
@@ -149,7 +148,7 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
       }
     };
     const readYourWrites = async (position: string, ackAt: number) => {
-      if (await waitForProjections(readers.db, readModels, position, READ_YOUR_WRITES_WAIT_MS)) readWaits.push(performance.now() - ackAt);
+      if (await waitForProjections(database.db, readModels, position, READ_YOUR_WRITES_WAIT_MS)) readWaits.push(performance.now() - ackAt);
       else readTimeouts++;
     };
 
@@ -275,7 +274,6 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
   } finally {
     await runner?.stop();
     await reader.end().catch(() => undefined);
-    await readers.close();
     await Promise.all(strangers.map((stranger) => stranger.end().catch(() => undefined)));
     await store.close();
     await database.close();

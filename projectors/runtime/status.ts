@@ -1,5 +1,7 @@
+import { sql } from 'kysely';
 import type { UntypedDb } from '../../infra/database.ts';
 import type { EventStore, Position } from '../../infra/event-store/port.ts';
+import { committedCheckpointsOf } from './committed-checkpoints.ts';
 import { runtimeDb, type GenerationRow } from './generations.ts';
 
 export interface ProjectionStatus {
@@ -67,23 +69,27 @@ export async function projectionStatus(db: UntypedDb, store: EventStore): Promis
 
 /**
  * Read-your-writes: resolves true once every named projection's live checkpoint is at or past `position`,
- * false if that takes longer than `timeoutMs`.
+ * false if that takes longer than `timeoutMs`. Between its reads of the rows it sleeps 2, 4, ... 50 ms, or
+ * less when a runner of this process reports those projections past `position` (`CommittedCheckpoints`).
  */
 export async function waitForProjections(db: UntypedDb, names: readonly string[], position: Position, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
+  const reports = committedCheckpointsOf(db);
+  // The rows may be read just before the commit that a report then announces: read them once more at once.
+  let readAgain = true;
   for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
-    const rows = await runtimeDb(db)
-      .selectFrom('projection_generations')
-      .select(['name', 'checkpoint'])
-      .where('name', 'in', [...names])
-      .where('status', '=', 'live')
-      .execute();
+    const { rows } = await sql<{ name: string; checkpoint: Position | null }>`/* engage:read-your-writes */
+      select name, checkpoint from projection_generations where status = 'live' and name = any(${[...names]}::text[])`.execute(db);
     const reached = names.every((name) => {
       const checkpoint = rows.find((row) => row.name === name)?.checkpoint;
       return checkpoint != null && checkpoint >= position;
     });
     if (reached) return true;
     if (Date.now() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, Math.min(pause, Math.max(1, deadline - Date.now()))));
+    if (readAgain && reports.passed(names, position)) {
+      readAgain = false;
+      continue;
+    }
+    await reports.pause(names, position, Math.min(pause, Math.max(1, deadline - Date.now())));
   }
 }

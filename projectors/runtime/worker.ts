@@ -5,6 +5,7 @@ import type { EventStore, Position, RecordedEvent, SubscriptionBatch } from '../
 import { scheduleJob } from '../../infra/jobs.ts';
 import type { Logger } from '../../infra/logging.ts';
 import { traceBatch } from '../../infra/tracing.ts';
+import { committedCheckpointsOf } from './committed-checkpoints.ts';
 import type { BatchContext, Consumer } from './consumer.ts';
 import { generationRow, readyToSwap, relogBuild, restartWipedBuild, runtimeDb, schemaOf, StaleCheckpoint, swapIn } from './generations.ts';
 import type { LeaseKeeper } from './leases.ts';
@@ -209,7 +210,7 @@ export class GenerationWorker {
         await this.applyPage(events, stored, last.checkpoint);
         this.persisted = last.checkpoint;
         this.persistedAt = Date.now();
-        this.deps.options.onCheckpoint?.(this.consumer.name, this.generation, last.checkpoint);
+        this.reported(last.checkpoint);
       });
     this.checkpoint = last.checkpoint;
     if (this.building) await this.trySwap(last.checkpoint, last.isEnd);
@@ -220,7 +221,13 @@ export class GenerationWorker {
     await this.deps.moves.move(this.consumer.name, this.generation, stored, to);
     this.persisted = to;
     this.persistedAt = Date.now();
-    this.deps.options.onCheckpoint?.(this.consumer.name, this.generation, to);
+    this.reported(to);
+  }
+
+  /** Its checkpoint committed: for read-your-writes waits in this process, and the runner's `onCheckpoint`. */
+  private reported(checkpoint: Position | null): void {
+    committedCheckpointsOf(this.db).report(this.consumer.name, checkpoint);
+    this.deps.options.onCheckpoint?.(this.consumer.name, this.generation, checkpoint);
   }
 
   /**
