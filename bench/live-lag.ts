@@ -69,11 +69,11 @@ export interface LiveLagResult {
      * `x-min-position` (the service's own wait, in its pool, as `ROLE=all` reads): how long
      * from the acknowledgement until the read could go ahead, and how many would have been a 503.
      */
-    readYourWritesReads: { reads: number; waitMs: Percentiles; timedOut: number };
+    readYourWritesReads: { oneIn: number; reads: number; waitMs: Percentiles; timedOut: number };
     /**
      * What the phase cost per write, from its first write until every read model had passed the last one:
-     * CPU of this process (the writers, every consumer, the poller) and of its PostgreSQL sessions (null when
-     * not readable), and the statements its pool sent, by purpose. A busy machine stretches the lag; it
+     * CPU of this process (the writers, every consumer, the sampled reads) and of its PostgreSQL sessions (null
+     * when not readable), and the statements its pool sent, by purpose. A busy machine stretches the lag; it
      * changes these far less, so they compare two versions of the pipeline.
      */
     perWrite: { nodeCpuMs: number; postgresCpuMs: number | null; statements: number; statementsByPurpose: Record<string, number> };
@@ -123,6 +123,7 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     const members = await membersOf(store);
 
     const readModels = projections.filter((consumer) => consumer.kind === 'projection').map((consumer) => consumer.name);
+    const isReadModel = new Set(readModels);
     const everyConsumer = projections.map((consumer) => consumer.name);
     // Where each read model's checkpoint stands as readers see it (committed), and the writes not yet passed by all.
     const visible = new Map<string, string | null>();
@@ -157,7 +158,7 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     runner = new ProjectionRunner(database, store, projections, silentLogger, {
       concurrency: 5,
       onCheckpoint: (name, _generation, checkpoint) => {
-        if (!readModels.includes(name)) return;
+        if (!isReadModel.has(name)) return;
         visible.set(name, checkpoint);
         passVisible();
       },
@@ -260,7 +261,7 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
         unsettled,
         strangersHeldSeconds,
         readYourWrites503: lags.filter((lag) => lag > READ_YOUR_WRITES_WAIT_MS).length,
-        readYourWritesReads: { reads: readWaits.length, waitMs: percentiles(readWaits), timedOut: readTimeouts },
+        readYourWritesReads: { oneIn: READ_YOUR_WRITES_SAMPLE, reads: readWaits.length, waitMs: percentiles(readWaits), timedOut: readTimeouts },
         perWrite: {
           nodeCpuMs: (cpu.user + cpu.system) / 1000 / total,
           postgresCpuMs: postgresCpuSeconds === null ? null : (postgresCpuSeconds * 1000) / total,

@@ -242,7 +242,7 @@ function report(
     ]);
     const perWrite = lr.lag.perWrite;
     rows.push([
-      'CPU and statements per write during that phase (this process: writers, every consumer; and its PostgreSQL sessions)',
+      'CPU and statements per write during that phase (this process: writers, every consumer, the sampled reads; and its PostgreSQL sessions)',
       `${n(perWrite.nodeCpuMs, 2)} ms Node + ${perWrite.postgresCpuMs === null ? 'n/a' : `${n(perWrite.postgresCpuMs, 2)} ms`} PostgreSQL; ${n(perWrite.statements, 1)} statements (${Object.entries(
         perWrite.statementsByPurpose,
       )
@@ -255,7 +255,7 @@ function report(
     ]);
     const reads = lr.lag.readYourWritesReads;
     rows.push([
-      `Read-your-writes as a client waits for it: one write in 25 read back with \`x-min-position\` (the service's wait) right after its acknowledgement`,
+      `Read-your-writes as a client waits for it: one write in ${n(reads.oneIn)} read back with \`x-min-position\` (the service's wait) right after its acknowledgement`,
       `${n(reads.reads)} reads: ready after p50 ${n(reads.waitMs.p50)} ms, p99 ${n(reads.waitMs.p99)} ms; ${n(reads.timedOut)} would have been a 503`,
       '',
       '',

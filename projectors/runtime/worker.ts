@@ -5,7 +5,7 @@ import type { EventStore, Position, RecordedEvent, SubscriptionBatch } from '../
 import { scheduleJob } from '../../infra/jobs.ts';
 import type { Logger } from '../../infra/logging.ts';
 import { traceBatch } from '../../infra/tracing.ts';
-import { committedCheckpointsOf } from './committed-checkpoints.ts';
+import { committedCheckpointsOf, type CommittedCheckpoints } from './committed-checkpoints.ts';
 import type { BatchContext, Consumer } from './consumer.ts';
 import { generationRow, readyToSwap, relogBuild, restartWipedBuild, runtimeDb, schemaOf, StaleCheckpoint, swapIn } from './generations.ts';
 import type { LeaseKeeper } from './leases.ts';
@@ -110,6 +110,7 @@ export class GenerationWorker {
   readonly finished = new Promise<void>((resolve) => (this.done = resolve));
   private readonly schema: string;
   private readonly log: Logger;
+  private readonly reports: CommittedCheckpoints;
   /** Where this worker stands; undefined until read from the generation's row (again after any trouble). */
   private checkpoint: Position | null | undefined;
   /**
@@ -131,6 +132,7 @@ export class GenerationWorker {
   ) {
     this.schema = schemaOf(consumer.name, generation);
     this.log = deps.logger.child({ projection: consumer.name, generation });
+    this.reports = committedCheckpointsOf(deps.database.db);
   }
 
   private get db(): UntypedDb {
@@ -208,9 +210,7 @@ export class GenerationWorker {
         if (!this.building) last = this.gatherCached(last, events);
         // From where the row stands: the pages between it and `from` held nothing for this consumer.
         await this.applyPage(events, stored, last.checkpoint);
-        this.persisted = last.checkpoint;
-        this.persistedAt = Date.now();
-        this.reported(last.checkpoint);
+        this.committed(last.checkpoint);
       });
     this.checkpoint = last.checkpoint;
     if (this.building) await this.trySwap(last.checkpoint, last.isEnd);
@@ -219,14 +219,14 @@ export class GenerationWorker {
   /** Moves the row's checkpoint from where it stands to `to` (compare-and-set, with other consumers' moves). */
   private async persist(stored: Position | null, to: Position | null): Promise<void> {
     await this.deps.moves.move(this.consumer.name, this.generation, stored, to);
-    this.persisted = to;
-    this.persistedAt = Date.now();
-    this.reported(to);
+    this.committed(to);
   }
 
-  /** Its checkpoint committed: for read-your-writes waits in this process, and the runner's `onCheckpoint`. */
-  private reported(checkpoint: Position | null): void {
-    committedCheckpointsOf(this.db).report(this.consumer.name, checkpoint);
+  /** The row now holds `checkpoint`: reported to read-your-writes waits in this process and to `onCheckpoint`. */
+  private committed(checkpoint: Position | null): void {
+    this.persisted = checkpoint;
+    this.persistedAt = Date.now();
+    this.reports.report(this.consumer.name, checkpoint);
     this.deps.options.onCheckpoint?.(this.consumer.name, this.generation, checkpoint);
   }
 
