@@ -33,10 +33,11 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const [{ ConfigError, loadConfig }, { createLogger }, { openService }] = await Promise.all([
+  const [{ ConfigError, loadConfig }, { createLogger }, { openService }, { createHttpServer }] = await Promise.all([
     import('./infra/config.ts'),
     import('./infra/logging.ts'),
     import('./service.ts'),
+    import('./infra/http/plumbing.ts'),
   ]);
   let config: Config;
   try {
@@ -66,7 +67,7 @@ async function main(): Promise<void> {
   let server: Server;
   try {
     if (stopRequested) throw new StartAbandoned(stopRequested);
-    server = service.app.listen(config.port, config.host);
+    server = createHttpServer(service.app).listen(config.port, config.host);
     await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
   } catch (error) {
     await service.close();

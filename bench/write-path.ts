@@ -62,6 +62,8 @@ const MODES = (process.env.BENCH_WRITE_MODES ?? 'command-api,all,embedded').spli
 const POOL_SIZE = Number(process.env.BENCH_WRITE_POOL_SIZE ?? 10);
 const NODE_FLAGS = (process.env.BENCH_WRITE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The scenarios to run (all by default): to study one, e.g. `BENCH_WRITE_SCENARIOS=known`. */
+const SCENARIO_KEYS = process.env.BENCH_WRITE_SCENARIOS?.split(',').map((key) => key.trim());
 const BATCH_SIZE = 100;
 const KNOWN_USERS = 20;
 const STATEMENTS_METRIC = 'engage_database_statements_total';
@@ -608,10 +610,12 @@ async function runMode(mode: Mode): Promise<ModeResult> {
     // The references first, at each connection count: one row per request, then 100 rows per request.
     const known = SCENARIOS.find((scenario) => scenario.key === 'known')!;
     const batch = SCENARIOS.find((scenario) => scenario.key === 'batch')!;
+    const runs = SCENARIOS.filter(selected);
     for (const [kind, scenario] of [
       ['single', known],
       ['batch', batch],
     ] as const) {
+      if (!runs.some((run) => run.reference === kind)) continue;
       if (WARMUP_SECONDS > 0) await load(reference, scenario, target, CONNECTIONS[0]!, WARMUP_SECONDS, {});
       for (const connections of CONNECTIONS) {
         const measured = await load(reference, scenario, target, connections, SECONDS, {});
@@ -620,7 +624,7 @@ async function runMode(mode: Mode): Promise<ModeResult> {
       }
     }
 
-    for (const scenario of SCENARIOS) {
+    for (const scenario of runs) {
       const probe = await setUp(service.port, 'POST', scenario.path, apiHeaders(target), scenario.body(target, sent++));
       const unavailable =
         probe.status === 404 && scenario.key === 'batch'
@@ -699,6 +703,10 @@ async function runMode(mode: Mode): Promise<ModeResult> {
 }
 
 /** Issue 11's target for a run: custom events only. A run with errors or non-2xx answers misses it. */
+function selected(scenario: Scenario): boolean {
+  return !SCENARIO_KEYS || SCENARIO_KEYS.includes(scenario.key);
+}
+
 function targetOf(mode: Mode, scenario: Scenario, run: ScenarioRun): { text: string; met: boolean } | null {
   if (!scenario.customEvent) return null;
   const s = run.service;
@@ -867,7 +875,8 @@ runIfMain(import.meta.url, async () => {
   const result = await main();
   const markdown = writePathReport(result);
   console.error(`\n${markdown}\n`);
-  if (!process.env.BENCH_RESULT_FILE) {
+  // A run of some scenarios only is a study, not the latest results.
+  if (!process.env.BENCH_RESULT_FILE && !SCENARIO_KEYS) {
     mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
     writeFileSync(join(ROOT, 'bench/results/write-path-latest.json'), JSON.stringify(result, null, 2));
     replaceReadmeSection(README_START, README_END, markdown, join(ROOT, 'bench/README.md'));

@@ -1,7 +1,7 @@
 import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { categoryOf, type EventStore, type StreamAppend } from './event-store/port.ts';
-import { trackRouteLabel } from './http/route-label.ts';
+import { routeLabelOf } from './http/route-label.ts';
 
 /**
  * Prometheus metrics of one service instance, in a registry of its own (never prom-client's global one),
@@ -102,40 +102,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
 /**
  * Times every request; the route label is the pattern that matched (`/api/v2/admin/leaderboards/:id`),
  * never the raw URL. A request no route took (unknown path, refused before its route, such as a 401)
- * is labelled with the deepest mount it reached plus `/*`, or `unmatched`.
+ * is labelled with the deepest mount it reached plus `/*`, or `unmatched`. The app's requests must track
+ * their routes (`trackRoutes(app.request)`, http/route-label.ts).
  */
 export function httpMetrics(metrics: Metrics): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
-    let route: { path?: unknown } | undefined;
-    let baseUrl = req.baseUrl;
-    let pattern: string | undefined;
-    let mount = '';
-    // Express sets req.route when a route matches and req.baseUrl while inside a mounted router (and
-    // restores it on the way out): remember what they were at that moment.
-    Object.defineProperty(req, 'route', {
-      configurable: true,
-      enumerable: true,
-      get: () => route,
-      set(value: { path?: unknown } | undefined) {
-        route = value;
-        if (typeof value?.path === 'string') pattern = `${baseUrl}${value.path}`;
-      },
-    });
-    Object.defineProperty(req, 'baseUrl', {
-      configurable: true,
-      enumerable: true,
-      get: () => baseUrl,
-      set(value: string) {
-        baseUrl = value;
-        if (value && value.length > mount.length) mount = value;
-      },
-    });
-    const label = () => pattern ?? (mount ? `${mount}/*` : 'unmatched');
-    trackRouteLabel(req, label);
     res.once('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      metrics.httpRequestDuration.observe({ method: req.method, route: label(), status: String(res.statusCode) }, seconds);
+      metrics.httpRequestDuration.observe({ method: req.method, route: routeLabelOf(req) ?? 'unmatched', status: String(res.statusCode) }, seconds);
     });
     next();
   };

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import express, { type Express, type RequestHandler, type Response } from 'express';
 import type { Logger } from '../logging.ts';
 import { acceptedPathAndQuery, clientTraceId, jsonBody } from './accepted-input.ts';
 import { httpMetrics, type Metrics } from '../metrics.ts';
+import { trackRoutes } from './route-label.ts';
 import { activeTraceId } from '../tracing.ts';
 
 /** How a request that succeeded is logged (LOG_REQUESTS): failures are logged whatever it says (4xx info, 5xx error). */
@@ -18,12 +20,45 @@ export type RequestLogging = 'info' | 'debug' | 'off';
  */
 export function createHttpApp(logger: Logger, bodyLimit: string, metrics?: Metrics, logRequests: RequestLogging = 'info'): Express {
   const app = express();
+  requestsBornWithTheAppsPrototypes(app);
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
+  trackRoutes(app.request);
   if (metrics) app.use(httpMetrics(metrics));
-  app.use(requestLogging(logger, logRequests));
+  app.use(requestLogging(app.request, logger, logRequests));
   app.use(acceptedPathAndQuery, ...jsonBody(bodyLimit));
   return app;
+}
+
+/** The classes of the requests and responses of each app made here: see requestsBornWithTheAppsPrototypes. */
+const serverClasses = new WeakMap<Express, { IncomingMessage: typeof http.IncomingMessage; ServerResponse: typeof http.ServerResponse }>();
+
+/**
+ * Express gives each request and response its app's prototype (`Object.setPrototypeOf`), and V8 then gives
+ * such an object a hidden class of its own at every property added to it afterwards: every property read on
+ * requests and responses, in express, the router and our middleware, went megamorphic (a map allocated per
+ * property per request). Here the app's prototypes become those of two classes, which `createHttpServer`
+ * builds its requests and responses from: born with the app's prototype, express's `setPrototypeOf` changes
+ * nothing. Servers made otherwise (`app.listen`, supertest) behave the same, only slower.
+ */
+function requestsBornWithTheAppsPrototypes(app: Express): void {
+  class AppRequest extends http.IncomingMessage {}
+  class AppResponse<Request extends http.IncomingMessage = http.IncomingMessage> extends http.ServerResponse<Request> {}
+  for (const [target, source] of [
+    [AppRequest.prototype, app.request],
+    [AppResponse.prototype, app.response],
+  ] as const) {
+    for (const key of Reflect.ownKeys(source)) Object.defineProperty(target, key, Object.getOwnPropertyDescriptor(source, key)!);
+    Object.setPrototypeOf(target, Object.getPrototypeOf(source) as object);
+  }
+  Reflect.set(app, 'request', AppRequest.prototype);
+  Reflect.set(app, 'response', AppResponse.prototype);
+  serverClasses.set(app, { IncomingMessage: AppRequest, ServerResponse: AppResponse });
+}
+
+/** The HTTP server of an app made by createHttpApp, its requests and responses born with the app's prototypes. */
+export function createHttpServer(app: Express): http.Server {
+  return http.createServer(serverClasses.get(app) ?? {}, app);
 }
 
 declare module 'node:http' {
@@ -51,8 +86,9 @@ interface LoggedRequest {
  * messages `request completed` / `request errored` (pino-http's lines, written without a child logger per
  * request). `req.log` is a child logger with the same fields, made only when a route logs something.
  */
-function requestLogging(logger: Logger, logRequests: RequestLogging): RequestHandler {
+function requestLogging(requestPrototype: object, logger: Logger, logRequests: RequestLogging): RequestHandler {
   const succeeded = logRequests === 'off' ? 'silent' : logRequests;
+  requestLoggers(requestPrototype);
   return (req, res, next) => {
     const started = Date.now();
     const id = clientTraceId(req.headers['x-request-id']) ?? randomUUID();
@@ -64,19 +100,7 @@ function requestLogging(logger: Logger, logRequests: RequestLogging): RequestHan
       const organisationId = organisationOf(res);
       return { req: logged, ...(traceId ? { traceId } : {}), ...(organisationId ? { organisationId } : {}) };
     };
-    let child: { logger: Logger; organisationId: string | undefined } | null = null;
-    Object.defineProperty(req, 'log', {
-      configurable: true,
-      enumerable: false,
-      get() {
-        const organisationId = organisationOf(res);
-        if (child === null || child.organisationId !== organisationId) child = { logger: logger.child(fields()), organisationId };
-        return child.logger;
-      },
-      set(value: Logger) {
-        child = { logger: value, organisationId: organisationOf(res) };
-      },
-    });
+    (req as LoggingRequest)[REQUEST_LOG] = { logger, fields, res, child: null };
     let done = false;
     const complete = (error?: Error) => {
       if (done) return;
@@ -96,6 +120,45 @@ function requestLogging(logger: Logger, logRequests: RequestLogging): RequestHan
     res.on('close', complete).on('finish', complete).on('error', complete);
     next();
   };
+}
+
+const REQUEST_LOG = Symbol('engage.requestLog');
+
+/** What `req.log` is made from: the process's logger, the request's fields, and the child once made. */
+interface RequestLog {
+  logger: Logger;
+  fields: () => Record<string, unknown>;
+  res: Response;
+  child: { logger: Logger; organisationId: string | undefined } | null;
+}
+
+type LoggingRequest = { [REQUEST_LOG]?: RequestLog };
+const loggingPrototypes = new WeakSet<object>();
+
+/**
+ * `req.log` as an accessor of the app's request prototype (a child logger made when first used, and again
+ * once a token named the organisation). On the prototype, not on each request: an accessor defined on a request
+ * gives it a hidden class of its own, and every property read on requests goes megamorphic.
+ */
+function requestLoggers(requestPrototype: object): void {
+  if (loggingPrototypes.has(requestPrototype)) return;
+  loggingPrototypes.add(requestPrototype);
+  Object.defineProperty(requestPrototype, 'log', {
+    configurable: true,
+    enumerable: false,
+    get(this: LoggingRequest): Logger | undefined {
+      const log = this[REQUEST_LOG];
+      if (!log) return undefined;
+      const organisationId = organisationOf(log.res);
+      if (log.child === null || log.child.organisationId !== organisationId) log.child = { logger: log.logger.child(log.fields()), organisationId };
+      return log.child.logger;
+    },
+    set(this: LoggingRequest, value: Logger) {
+      const log = this[REQUEST_LOG];
+      if (log) log.child = { logger: value, organisationId: organisationOf(log.res) };
+      else Object.defineProperty(this, 'log', { configurable: true, enumerable: false, writable: true, value });
+    },
+  });
 }
 
 function organisationOf(res: Response): string | undefined {

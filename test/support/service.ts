@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { createOrganisation, issueToken, revokeToken } from '../../command-api/organisations.ts';
 import { loadConfig } from '../../infra/config.ts';
 import type { Logger } from '../../infra/logging.ts';
+import { createHttpServer } from '../../infra/http/plumbing.ts';
 import { openService, type Service, type ServiceOptions } from '../../service.ts';
 import { sql } from 'kysely';
 import { formatPosition } from '../../infra/event-store/port.ts';
@@ -55,7 +56,7 @@ export async function startTestService(
   });
   const { env: _env, logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), ...serviceOptions } = options;
   const service: Service = await openService(config, logger, { runtime: { scanIntervalMs: 100 }, ...serviceOptions });
-  const listener: Server = service.app.listen(0, '127.0.0.1');
+  const listener: Server = createHttpServer(service.app).listen(0, '127.0.0.1');
   await new Promise((resolve) => listener.once('listening', resolve));
   const metadata = { actor: 'test' };
   return {
