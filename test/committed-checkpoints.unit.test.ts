@@ -44,4 +44,25 @@ describe('checkpoints committed in this process', () => {
     await ending;
     expect(state.ended).toBe(true);
   });
+
+  it('tell which read models runners of this process commit now: every one named reported a checkpoint within the time given', () => {
+    let clock = 1_000;
+    const checkpoints = new CommittedCheckpoints(() => clock);
+    expect(checkpoints.reporting(['users'], 1000)).toBe(false);
+    checkpoints.report('users', at(3));
+    checkpoints.report('communities', null);
+    expect(checkpoints.reporting(['users'], 1000)).toBe(true);
+    expect(checkpoints.reporting(['users', 'communities'], 1000)).toBe(false);
+    clock += 600;
+    checkpoints.report('communities', at(1));
+    // A commit that does not move a read model further still says its runner runs here.
+    checkpoints.report('users', at(2));
+    clock += 900;
+    expect(checkpoints.reporting(['users', 'communities'], 1000)).toBe(true);
+    checkpoints.report('communities', at(1));
+    clock += 200;
+    expect(checkpoints.reporting(['users', 'communities'], 1000)).toBe(false);
+    expect(checkpoints.reporting(['communities'], 1000)).toBe(true);
+    expect(checkpoints.passed(['users'], at(3))).toBe(true);
+  });
 });

@@ -16,11 +16,16 @@ interface Waiter {
  */
 export class CommittedCheckpoints {
   private readonly furthest = new Map<string, Position>();
+  /** When a runner of this process last committed a checkpoint of each read model (the clock's milliseconds). */
+  private readonly reportedAt = new Map<string, number>();
   private readonly waiters = new Set<Waiter>();
+
+  constructor(private readonly now: () => number = Date.now) {}
 
   /** A generation of `name` committed its checkpoint at `checkpoint`. */
   report(name: string, checkpoint: Position | null): void {
     if (checkpoint === null) return;
+    this.reportedAt.set(name, this.now());
     const known = this.furthest.get(name);
     if (known !== undefined && known >= checkpoint) return;
     this.furthest.set(name, checkpoint);
@@ -33,6 +38,15 @@ export class CommittedCheckpoints {
       const checkpoint = this.furthest.get(name);
       return checkpoint !== undefined && checkpoint >= position;
     });
+  }
+
+  /**
+   * Whether runners of this process committed a checkpoint of every one of `names` in the last `withinMs`: they
+   * run those read models now, so their next commit will be reported here and a wait may sleep until it.
+   */
+  reporting(names: readonly string[], withinMs: number): boolean {
+    const since = this.now() - withinMs;
+    return names.every((name) => (this.reportedAt.get(name) ?? -Infinity) >= since);
   }
 
   /**
