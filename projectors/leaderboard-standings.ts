@@ -471,9 +471,9 @@ function movesOf(
 }
 
 /**
- * Writes the batch's moves in one statement, the moves as one JSON parameter: their marks inserted (those
- * that were new come back from the insert), then one upsert of each touched score: the sum of its counted
- * moves added, and the latest time it was raised. A move with a mark counts when the mark is new, the first
+ * Writes the batch's moves in one statement, the moves as one JSON array per column (`unnestRows`): their
+ * marks inserted (those that were new come back from the insert), then one upsert of each touched score: the
+ * sum of its counted moves added, and the latest time it was raised. A move with a mark counts when the mark is new, the first
  * time in the batch (in log order: `seq`).
  */
 async function countMoves(db: Db, moves: readonly Move[]): Promise<void> {
@@ -482,8 +482,17 @@ async function countMoves(db: Db, moves: readonly Move[]): Promise<void> {
     .with(
       'moves',
       () =>
-        sql<Move>`(select * from json_to_recordset(${JSON.stringify(moves)}::json)
-        as m(seq integer, leaderboard_id text, window_start timestamptz, user_id text, amount double precision, reached_at timestamptz, mark text))`,
+        sql<Move>`(${
+          unnestRows(moves, {
+            seq: 'integer',
+            leaderboard_id: 'text',
+            window_start: 'timestamptz',
+            user_id: 'text',
+            amount: 'double precision',
+            reached_at: 'timestamptz',
+            mark: 'text',
+          }).select
+        })`,
     )
     .with('new_marks', (qc) =>
       qc
