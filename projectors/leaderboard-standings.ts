@@ -473,8 +473,8 @@ function movesOf(
 /**
  * Writes the batch's moves in one statement, the moves as one JSON array per column (`unnestRows`): their
  * marks inserted (those that were new come back from the insert), then one upsert of each touched score: the
- * sum of its counted moves added, and the latest time it was raised. A move with a mark counts when the mark is new, the first
- * time in the batch (in log order: `seq`).
+ * sum of its counted moves added, and the latest time it was raised. A move with a mark counts when the mark
+ * is new, the first time in the batch (in log order: `seq`).
  */
 async function countMoves(db: Db, moves: readonly Move[]): Promise<void> {
   if (moves.length === 0) return;

@@ -17,6 +17,8 @@ interface Row {
   details: string | Record<string, unknown> | null;
 }
 
+const TYPES = { id: 'text', name: 'text', count: 'integer', score: 'double precision', at: 'timestamptz', details: 'jsonb' } as const;
+
 describe('unnestRows', () => {
   it('writes every value as it was given: nulls, missing values, quotes, backslashes, commas, braces, unicode, JSON text or values', async () => {
     const database = await openPostgres(test.url, { max: 1 });
@@ -31,7 +33,7 @@ describe('unnestRows', () => {
         { id: 'd', name: 'NULL', count: 0, score: 0, at: '2026-03-29T01:30:00+02:00', details: null },
         { id: 'e', name: '', score: 3, details: [] as unknown as Record<string, unknown> },
       ];
-      const written = unnestRows(rows as Row[], { id: 'text', name: 'text', count: 'integer', score: 'double precision', at: 'timestamptz', details: 'jsonb' });
+      const written = unnestRows(rows as Row[], TYPES);
       await database.db.insertInto('rows_written').columns(written.columns).expression(written.select).execute();
       const back =
         await sql<Row>`select id, name, count, score, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') as at, details from rows_written order by seq`.execute(
@@ -45,7 +47,7 @@ describe('unnestRows', () => {
         { id: 'e', name: '', count: null, score: 3, at: null, details: [] },
       ]);
       // No rows: nothing written, no error.
-      const none = unnestRows([] as Row[], { id: 'text', name: 'text', count: 'integer', score: 'double precision', at: 'timestamptz', details: 'jsonb' });
+      const none = unnestRows([] as Row[], TYPES);
       const result = await database.db.insertInto('rows_written').columns(none.columns).expression(none.select).executeTakeFirst();
       expect(Number(result.numInsertedOrUpdatedRows)).toBe(0);
     } finally {

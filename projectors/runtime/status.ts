@@ -92,7 +92,8 @@ export async function waitForProjections(db: UntypedDb, names: readonly string[]
     });
     if (reached) return true;
     if (Date.now() >= deadline) return false;
-    if (readAgain && reports.passed(names, position)) {
+    const reportedPast = reports.passed(names, position);
+    if (readAgain && reportedPast) {
       readAgain = false;
       continue;
     }
@@ -100,7 +101,7 @@ export async function waitForProjections(db: UntypedDb, names: readonly string[]
     // at the commit that passes the position, not every 2, 4, ... 50 ms before it. Under a transaction held
     // open anywhere in the database every read of the rows walks all their dead versions, so the reads saved
     // are the costly ones. The cap bounds the wait should those runners stop reporting (a lease lost).
-    const reported = !reports.passed(names, position) && reports.reporting(names, REPORTING_WITHIN_MS);
-    await reports.pause(names, position, Math.min(reported ? REPORTED_PAUSE_MS : pause, Math.max(1, deadline - Date.now())));
+    const untilCommit = !reportedPast && reports.reporting(names, REPORTING_WITHIN_MS);
+    await reports.pause(names, position, Math.min(untilCommit ? REPORTED_PAUSE_MS : pause, Math.max(1, deadline - Date.now())));
   }
 }
