@@ -156,6 +156,32 @@ describe('PostgreSQL append: one statement, group commit', () => {
     expect(conflicts).toBeGreaterThan(0);
   });
 
+  it('an append waiting on a stream another transaction holds does not hold up the process’s other appends', async () => {
+    const cat = category();
+    await otherStore.append(`${cat}-held`, events(1));
+    // The default store: one statement at a time, one more beside a statement that has stalled.
+    const store = new PostgresEventStore(other);
+    const holder = await other.db.startTransaction().execute();
+    try {
+      await holder.selectFrom('es_streams').select('revision').where('stream_name', '=', `${cat}-held`).forUpdate().execute();
+      let heldLanded = false;
+      const held = store.append(`${cat}-held`, events(1), { expectedRevision: 0n }).then((result) => {
+        heldLanded = true;
+        return result;
+      });
+      // Only once the held one has stalled may these run, beside it; they land while it still waits.
+      const others = await Promise.all([store.append(`${cat}-free-1`, events(1)), store.append(`${cat}-free-2`, events(2))]);
+      expect(others.map((result) => result.nextExpectedRevision)).toEqual([0n, 1n]);
+      expect(heldLanded).toBe(false);
+      await holder.commit().execute();
+      expect((await held).nextExpectedRevision).toBe(1n);
+    } finally {
+      if (!holder.isCommitted) await holder.rollback().execute();
+      await store.close();
+    }
+    expect((await batched.readStream(`${cat}-held`)).map((event) => event.revision)).toEqual([0n, 1n]);
+  });
+
   it('property: any interleaving of appends answers as one append at a time, in arrival order, would', async () => {
     type Op = { stream: number; count: number; expected: 'any' | 'no_stream' | 'stream_exists' | number };
     const op = fc.record({

@@ -155,10 +155,12 @@ export const eventStoreMigrations: Record<string, Migration> = {
 
 export interface PostgresEventStoreOptions {
   /**
-   * Append statements of this process running at once; appends arriving while they run go together in the
-   * next one (group commit). Default 4.
+   * Group commit (see `GroupCommit`): one append statement of this process runs at a time, and appends arriving
+   * while it runs go together in the next one; a statement running for `appendStalledAfterMs` (default 25) lets
+   * one more start beside it, up to `maxConcurrentAppends` (default 4).
    */
   maxConcurrentAppends?: number;
+  appendStalledAfterMs?: number;
 }
 
 interface EventRow {
@@ -191,7 +193,7 @@ export class PostgresEventStore implements EventStore {
     private readonly database: Database,
     options: PostgresEventStoreOptions = {},
   ) {
-    this.commits = new GroupCommit((units) => appendUnits(this.db, units, APPENDER_LOCK), options.maxConcurrentAppends ?? 4);
+    this.commits = new GroupCommit((units) => appendUnits(this.db, units, APPENDER_LOCK), options.maxConcurrentAppends ?? 4, options.appendStalledAfterMs);
   }
 
   private get db(): Kysely<any> {
