@@ -112,6 +112,20 @@ describe.each(stores)('rate limits counted in $store', ({ REDIS_URL }) => {
     expect((await settings(spent)).status).toBe(429);
   });
 
+  it('concurrent requests of one token are each counted once, in a place of their own (on Redis, together)', async () => {
+    const burst = await anotherToken(acme);
+    // The first request puts the token in the cache, so the burst's requests reach their counts together.
+    expectRateLimitHeaders(await settings(burst), 5, 4);
+    const answers = await Promise.all(Array.from({ length: 11 }, () => settings(burst)));
+    const passed = answers.filter((answer) => answer.status === 200);
+    expect(passed).toHaveLength(4);
+    expect(passed.map((answer) => Number(answer.headers['ratelimit-remaining'])).sort((a, b) => a - b)).toEqual([0, 1, 2, 3]);
+    for (const answer of answers.filter((answer) => answer.status !== 200)) expectTooManyRequests(answer, 5);
+    // All twelve were counted: a sibling token is untouched, this one stays refused.
+    expectRateLimitHeaders(await settings(await anotherToken(acme)), 5, 4);
+    expect((await settings(burst)).status).toBe(429);
+  });
+
   it('an organisation’s own limit replaces the default from the next request, and null goes back to it', async () => {
     const gamma = await t.createOrganisation('gamma');
     const changed = await changeSettings(gamma, { rateLimits: { apiTokenRequests: 8, userTokenRequests: 2 } });

@@ -1,0 +1,68 @@
+import { randomBytes } from 'node:crypto';
+import type { Request, Response } from 'express';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpError } from '../infra/http/errors.ts';
+import { RateLimits } from '../infra/http/rate-limits.ts';
+
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const WINDOW = 3600;
+const LIMIT = 5;
+
+/**
+ * Counts of one API token that reach Redis while one is in flight go together as one count of as many
+ * (`RateLimits.countTogether`): each request must still get a place of its own in the window, as if counted
+ * one after the other. The requests here start in one tick, so the first goes alone and the rest together.
+ */
+describe('rate limits on Redis: concurrent counts of one token', () => {
+  const keyPrefix = `engage-rate-test-${randomBytes(4).toString('hex')}`;
+  let limits: RateLimits;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    limits = await RateLimits.open({
+      redisUrl,
+      keyPrefix,
+      defaults: { windowSeconds: WINDOW, apiTokenRequests: LIMIT, userTokenRequests: LIMIT, failedAuthentications: 3 },
+      logger: pino({ level: 'silent' }),
+    });
+    redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 2000 });
+  });
+  afterAll(async () => {
+    limits.close();
+    await redis.del(`${keyPrefix}:token:burst`);
+    redis.disconnect();
+  });
+
+  /** One request through `limitApiToken`: the remaining count it was shown, or the status it was refused with. */
+  function request(): Promise<{ remaining?: number; refused?: number }> {
+    const headers: Record<string, string> = {};
+    const res = {
+      locals: {
+        tenant: { organisationId: 'o', domain: 'd', tokenId: 'burst', families: ['admin'], rateLimits: { apiTokenRequests: null, userTokenRequests: null } },
+      },
+      headersSent: false,
+      set(values: Record<string, string>) {
+        Object.assign(headers, values);
+        return res;
+      },
+    };
+    return new Promise((resolve, reject) => {
+      const next = () => resolve({ remaining: Number(headers['RateLimit-Remaining']) });
+      void Promise.resolve(limits.limitApiToken({} as Request, res as unknown as Response, next)).catch((error: unknown) => {
+        if (error instanceof HttpError) resolve({ refused: error.status });
+        else reject(error instanceof Error ? error : new Error(String(error)));
+      });
+    });
+  }
+
+  it('gives each of a burst a place of its own: the limit passes, the rest are refused, and every one is counted', async () => {
+    const answers = await Promise.all(Array.from({ length: 12 }, () => request()));
+    const passed = answers.filter((answer) => answer.remaining !== undefined).map((answer) => answer.remaining!);
+    expect(passed.sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4]);
+    expect(answers.filter((answer) => answer.refused === 429)).toHaveLength(12 - LIMIT);
+    expect(Number(await redis.get(`${keyPrefix}:token:burst`))).toBe(12);
+    expect(await request()).toEqual({ refused: 429 });
+  });
+});
