@@ -185,13 +185,12 @@ export class RateLimits {
   }
 
   /**
-   * Counts of one key (with one address looked at) while such a count is in flight wait for it, then go
-   * together as one count of as many: one round trip to Redis for a burst instead of one per request (at 16
-   * concurrent requests of one token, 0.3 scripts a request instead of 1: less for Redis, shared by every
-   * process, to do, and fewer socket writes). Each still
-   * gets its own place in the window, as if counted one after the other in arrival order; an address refused
-   * is refused to all of them. A failed count fails every count waiting on it, so none waits longer than one
-   * command's timeout beyond its own turn.
+   * Counts of one key (with one address looked at) that arrive while such a count is in flight wait for it,
+   * then go together as one count of as many: one round trip to Redis for a burst instead of one per request
+   * (0.3 scripts a request at 16 concurrent requests of one token: less work for the Redis every process
+   * shares, fewer socket writes). Each still gets its own place in the window, as if counted one after the
+   * other in arrival order; an address refused is refused to all of them. A failed count fails every count
+   * waiting on it, so none waits longer than one command's timeout beyond its own turn.
    */
   private countTogether(address: string, key: string, windowSeconds: number, failedLimit: number): Promise<[number, number, number]> {
     const pair = `${address}\n${key}`;
@@ -286,8 +285,8 @@ interface CountCommand {
 /**
  * KEYS[1]: the address's key, or '' (not looked at); KEYS[2]: the key to count, or ''. ARGV: the window in
  * seconds, the failed-authentication limit, the requests to count. Answers {1, used, ttl ms} for an address
- * at its limit (nothing counted), else {0, used, ttl ms} of the count (used 0 when nothing was counted). The count is
- * rate-limiter-flexible's own (the same keys and values: a fixed window from the key's first count).
+ * at its limit (nothing counted), else {0, used, ttl ms} of the count (used 0 when nothing was counted). The
+ * count is rate-limiter-flexible's own (the same keys and values: a fixed window from the key's first count).
  */
 const ADDRESS_AND_COUNT_SCRIPT = `
 if KEYS[1] ~= '' then
