@@ -6,7 +6,7 @@ import { HttpError, conflict, notFound } from '../infra/http/errors.ts';
 import type { Logger } from '../infra/logging.ts';
 import type { Consumer as Projection, BatchContext as ProjectionContext } from './runtime/consumer.ts';
 import { scheduleJob } from '../infra/jobs.ts';
-import { runtimeDb, schemaOf, startRebuild, type GenerationRow } from './runtime/index.ts';
+import { effectiveCheckpoint, runtimeDb, schemaOf, startRebuild, type GenerationRow } from './runtime/index.ts';
 
 /**
  * What an operator does to projections besides reading their status (projectors/runtime.ts): start or
@@ -202,7 +202,12 @@ export async function skipParked(db: UntypedDb, id: number, logger?: Logger) {
  * (one indexed read per projection, no counting).
  */
 export async function liveLag(db: UntypedDb, store: EventStore, now = Date.now()): Promise<{ name: string; secondsBehind: number }[]> {
-  const rows = await runtimeDb(db).selectFrom('projection_generations').select(['name', 'checkpoint']).where('status', '=', 'live').orderBy('name').execute();
+  const rows = await runtimeDb(db)
+    .selectFrom('projection_generations as g')
+    .select(['g.name', effectiveCheckpoint.as('checkpoint')])
+    .where('g.status', '=', 'live')
+    .orderBy('g.name')
+    .execute();
   // Projections fed by one shared reader mostly stand at the same checkpoint: one read per distinct one.
   const oldestAfter = new Map<string | null, Promise<Date | undefined>>();
   for (const row of rows) {

@@ -6,13 +6,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import {
   ProjectionRunner,
+  effectiveCheckpoint,
   generationRow,
   liveGeneration,
   prepareProjections,
   projectionStatus,
+  runtimeDb,
   startRebuild,
+  waitForProjections,
   type RuntimeOptions,
 } from '../projectors/runtime/index.ts';
+import { CheckpointMoves } from '../projectors/runtime/worker.ts';
 import { listParked, requestRebuild, retryParked, skipParked } from '../projectors/maintenance.ts';
 import type { Projection } from '../projectors/projection.ts';
 import { migrate } from '../service.ts';
@@ -35,10 +39,16 @@ async function tallyRows(test: TestDatabase) {
   return test.database.db.selectFrom('tally').selectAll().orderBy('event_id').execute();
 }
 
+/** Where readers see a generation (its row, or what its process announced since), as another session reads it now. */
+async function seenCheckpoint(test: TestDatabase, name: string, generation?: number): Promise<string | null | undefined> {
+  let query = test.database.db.selectFrom('projection_generations as g').select(effectiveCheckpoint.as('checkpoint')).where('g.name', '=', name);
+  query = generation === undefined ? query.where('g.status', '=', 'live') : query.where('g.generation', '=', generation);
+  return (await query.executeTakeFirst())?.checkpoint;
+}
+
 async function caughtUp(test: TestDatabase, store: PostgresEventStore) {
   const head = await store.head();
-  const live = await liveGeneration(test.database.db, 'tally');
-  return head !== null && live?.checkpoint === head.position;
+  return head !== null && (await seenCheckpoint(test, 'tally')) === head.position;
 }
 
 async function appendTally(store: PostgresEventStore, streams: number, perStream: number, type = 'Counted') {
@@ -110,6 +120,56 @@ describe('projector runtime', () => {
     const [after] = await projectionStatus(test.database.db, store);
     expect(after).toMatchObject({ eventsBehind: 0, secondsBehind: 0 });
     expect((await tallyRows(test)).every((row) => row.applied === 1)).toBe(true);
+  });
+
+  it('sees an idle generation where its process announced it, while the claim starts from its row; tidies claims no longer counted', async () => {
+    const db = test.database.db;
+    const at = (n: number) => n.toString(16).padStart(32, '0');
+    const runtime = runtimeDb(db);
+    await runtime
+      .insertInto('projection_generations')
+      .values({
+        name: 'idle',
+        generation: 1,
+        version: 1,
+        status: 'live',
+        checkpoint: at(10),
+        lease_owner: null,
+        lease_until: null,
+        last_error: null,
+        live_since: null,
+        applied_migrations: null,
+        exposed_tables: null,
+      })
+      .execute();
+    const heads = () => runtime.selectFrom('projection_heads').select('owner').execute();
+    const moves = new CheckpointMoves(db, 'announcer');
+    expect(await seenCheckpoint(test, 'idle')).toBe(at(10));
+    expect(await waitForProjections(db, ['idle'], at(20), 0)).toBe(false);
+
+    await moves.announce('idle', 1, at(10), at(20));
+    expect(await seenCheckpoint(test, 'idle')).toBe(at(20));
+    expect(await waitForProjections(db, ['idle'], at(20), 0)).toBe(true);
+    expect((await projectionStatus(db, store)).find((row) => row.name === 'idle')?.checkpoint).toBe(at(20));
+    // Its row is still where it was; the process's row holds the claim, kept by a tidy while it counts.
+    expect((await generationRow(db, 'idle', 1))?.checkpoint).toBe(at(10));
+    await moves.tidy();
+    expect(await heads()).toEqual([{ owner: 'announcer' }]);
+
+    // A claim that does not start from the row (another worker moved it) counts for nothing.
+    await moves.announce('idle', 1, at(5), at(30));
+    expect(await seenCheckpoint(test, 'idle')).toBe(at(10));
+    // The row moved past the claim: the row is what counts, and the claim goes at the next tidy.
+    await moves.announce('idle', 1, at(10), at(20));
+    await runtime
+      .updateTable('projection_generations')
+      .set({ checkpoint: at(25) })
+      .where('name', '=', 'idle')
+      .execute();
+    expect(await seenCheckpoint(test, 'idle')).toBe(at(25));
+    await moves.tidy();
+    expect(await heads()).toEqual([]);
+    await runtime.deleteFrom('projection_generations').where('name', '=', 'idle').execute();
   });
 
   it('retries a parked event once its handler is fixed, and skips one for good', async () => {
@@ -354,12 +414,11 @@ describe('projector runtime on PostgreSQL, across processes and sessions', () =>
   });
 
   it('reports every checkpoint once it has committed, a batch or a move past events it does not handle, in order', async () => {
-    // Each report is checked against the row as another session reads it at that moment.
+    // Each report is checked against the checkpoint as another session reads it at that moment.
     const reports: { name: string; checkpoint: string | null; row: Promise<string | null | undefined> }[] = [];
     const projector = runner(test, store, {
       batchSize: 4,
-      onCheckpoint: (name, generation, checkpoint) =>
-        void reports.push({ name, checkpoint, row: generationRow(test.database.db, name, generation).then((row) => row?.checkpoint) }),
+      onCheckpoint: (name, generation, checkpoint) => void reports.push({ name, checkpoint, row: seenCheckpoint(test, name, generation) }),
     });
     await projector.start();
     await appendTally(store, 3, 5);

@@ -67,7 +67,30 @@ export const projectionRuntimeMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0003_announced_heads': {
+    async up(db) {
+      // Where the live consumers of each process stand that found nothing to apply since their row last moved
+      // (see `CheckpointMoves.announce`): one row per process, so a page that holds nothing for fifteen
+      // consumers updates one row, not fifteen.
+      await db.schema
+        .createTable('projection_heads')
+        .addColumn('owner', 'text', (c) => c.primaryKey())
+        .addColumn('moves', 'jsonb', (c) => c.notNull())
+        .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+        .execute();
+    },
+  },
 };
+
+/**
+ * A generation's checkpoint as readers see it: its row's, or further on where its process announced that the
+ * events after the row's checkpoint up to a position hold nothing for it (`projection_heads`: a claim counts
+ * while it starts from the row's checkpoint; the log below a read horizon never changes, so it stays true).
+ * `g` is the `projection_generations` row; positions compare as strings, byte by byte, as `isAtOrAfter` does.
+ */
+export const effectiveCheckpoint = sql<Position | null>`greatest(g.checkpoint collate "C", (
+  select max((h.moves -> (g.name || ':' || g.generation) ->> 1) collate "C") from projection_heads h
+  where h.moves ? (g.name || ':' || g.generation) and (h.moves -> (g.name || ':' || g.generation) ->> 0) is not distinct from g.checkpoint))`;
 
 export interface RuntimeTables {
   projection_generations: {
@@ -98,6 +121,7 @@ export interface RuntimeTables {
     parked_at: ColumnType<Date, never, never>;
   };
   projection_leases: { name: string; generation: number; owner: string; until: Date | string };
+  projection_heads: { owner: string; moves: string; updated_at: ColumnType<Date, never, never> };
 }
 
 export type RuntimeDb = Kysely<RuntimeTables>;
@@ -324,15 +348,15 @@ export async function readyToSwap(
   caughtUp: boolean,
 ): Promise<'ready' | 'not-yet' | 'not-building'> {
   const rows = await runtimeDb(db)
-    .selectFrom('projection_generations')
-    .select(generationColumns)
+    .selectFrom('projection_generations as g')
+    .select([...generationColumns, effectiveCheckpoint.as('seen')])
     .where('name', '=', consumer.name)
     .where('status', 'in', ['live', 'building'])
     .execute();
   const me = rows.find((row) => row.generation === generation);
   if (me?.status !== 'building') return 'not-building';
   const live = rows.find((row) => row.status === 'live');
-  return caughtUp || !live || isAtOrAfter(checkpoint, live.checkpoint) ? 'ready' : 'not-yet';
+  return caughtUp || !live || isAtOrAfter(checkpoint, live.seen) ? 'ready' : 'not-yet';
 }
 
 /**
@@ -358,16 +382,17 @@ export async function swapIn(
     await begin?.(trx);
     const runtime = runtimeDb(trx);
     const rows = await runtime
-      .selectFrom('projection_generations')
-      .select(generationColumns)
+      .selectFrom('projection_generations as g')
+      .select([...generationColumns, effectiveCheckpoint.as('seen')])
       .where('name', '=', consumer.name)
       .where('status', 'in', ['live', 'building'])
       .forUpdate()
       .execute();
     const me = rows.find((row) => row.generation === generation);
     if (!me || me.status !== 'building' || me.checkpoint !== checkpoint) throw new StaleCheckpoint();
+    // Up to where readers see the live one (its row, or what its process announced since): never back in time.
     const live = rows.find((row) => row.status === 'live');
-    if (live && !isAtOrAfter(checkpoint, live.checkpoint) && !(catchUp && (await catchUp(trx, checkpoint, live.checkpoint)))) return false as const;
+    if (live && !isAtOrAfter(checkpoint, live.seen) && !(catchUp && (await catchUp(trx, checkpoint, live.seen)))) return false as const;
     if (live) {
       await runtime
         .updateTable('projection_generations')

@@ -1,6 +1,7 @@
 // The projector runtime's public face; its parts are split by concern in this folder.
 export type { BatchContext, Consumer, Recorded } from './consumer.ts';
 export {
+  effectiveCheckpoint,
   generationRow,
   liveGeneration,
   prepareProjections,

@@ -65,7 +65,7 @@ export class ProjectionRunner {
       // A runner of read models only (a rebuild) leaves the metadata unread: they never see it.
       metadata: consumers.some((consumer) => consumer.kind !== 'projection'),
     });
-    this.moves = new CheckpointMoves(database.db);
+    this.moves = new CheckpointMoves(database.db, this.leases.owner);
     this.limiter = new Slots(options.concurrency ?? 4);
   }
 
@@ -77,6 +77,7 @@ export class ProjectionRunner {
     // Every worker's sleeps listen for the stop: more than Node's default ten.
     setMaxListeners(0, this.stopped.signal);
     this.leases.start();
+    await this.tidyHeads();
     await this.scan();
     this.timer = setInterval(() => void this.scan(), this.options.scanIntervalMs ?? 1000);
   }
@@ -136,6 +137,12 @@ export class ProjectionRunner {
     this.stopped.abort();
     await this.scanning;
     await Promise.all([...this.workers.values()].map((worker) => worker.finished));
+    await this.tidyHeads();
     await this.leases.stop();
+  }
+
+  /** Announcements no longer counted go (`CheckpointMoves.tidy`); a failure only leaves them for the next time. */
+  private async tidyHeads(): Promise<void> {
+    await this.moves.tidy().catch((error: unknown) => this.logger.warn({ err: error }, 'projection heads: tidying failed'));
   }
 }

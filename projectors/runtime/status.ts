@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { UntypedDb } from '../../infra/database.ts';
 import type { EventStore, Position } from '../../infra/event-store/port.ts';
 import { committedCheckpointsOf } from './committed-checkpoints.ts';
-import { runtimeDb, type GenerationRow } from './generations.ts';
+import { effectiveCheckpoint, runtimeDb, type GenerationRow } from './generations.ts';
 
 export interface ProjectionStatus {
   name: string;
@@ -23,7 +23,7 @@ export async function projectionStatus(db: UntypedDb, store: EventStore): Promis
   const rows = await runtime
     .selectFrom('projection_generations as g')
     .leftJoin('projection_leases as l', (join) => join.onRef('l.name', '=', 'g.name').onRef('l.generation', '=', 'g.generation'))
-    .select(['g.name', 'g.generation', 'g.version', 'g.status', 'g.checkpoint', 'g.last_error', 'l.owner', 'l.until'])
+    .select(['g.name', 'g.generation', 'g.version', 'g.status', effectiveCheckpoint.as('checkpoint'), 'g.last_error', 'l.owner', 'l.until'])
     .where('g.status', '<>', 'retired')
     .orderBy('g.name')
     .orderBy('g.generation')
@@ -85,7 +85,9 @@ export async function waitForProjections(db: UntypedDb, names: readonly string[]
   let readAgain = true;
   for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
     const { rows } = await sql<{ name: string; checkpoint: Position | null }>`/* engage:read-your-writes */
-      select name, checkpoint from projection_generations where status = 'live' and name = any(${[...names]}::text[])`.execute(db);
+      select g.name, ${effectiveCheckpoint} as checkpoint from projection_generations g where g.status = 'live' and g.name = any(${[...names]}::text[])`.execute(
+      db,
+    );
     const reached = names.every((name) => {
       const checkpoint = rows.find((row) => row.name === name)?.checkpoint;
       return checkpoint != null && checkpoint >= position;
