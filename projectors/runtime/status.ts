@@ -81,6 +81,12 @@ const REPORTED_PAUSE_MS = 250;
 export async function waitForProjections(db: UntypedDb, names: readonly string[], position: Position, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   const reports = committedCheckpointsOf(db);
+  // Runners of this process commit these read models and none has reported the position yet: a read of the
+  // rows now would find them short of it (under a stranger's open transaction, a costly read of every dead
+  // version of them), so the first read waits for the report that passes it (250 ms at most).
+  if (reports.reporting(names, REPORTING_WITHIN_MS) && !reports.passed(names, position)) {
+    await reports.pause(names, position, Math.min(REPORTED_PAUSE_MS, timeoutMs));
+  }
   // The rows may be read just before the commit that a report then announces: read them once more at once.
   let readAgain = true;
   for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
