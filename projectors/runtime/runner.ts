@@ -33,6 +33,9 @@ export interface RuntimeOptions {
   onCheckpoint?: (name: string, generation: number, checkpoint: Position | null) => void;
 }
 
+/** How often a runner deletes the `projection_heads` rows whose claims no longer count (and at its start and stop). */
+const TIDY_HEADS_EVERY_MS = 60_000;
+
 /**
  * Runs a worker for every generation of the given consumers that this code can drive (live or building,
  * at the code's version), all fed by one shared reader of the log. Two runners, in one process or many,
@@ -48,6 +51,7 @@ export class ProjectionRunner {
   private readonly moves: CheckpointMoves;
   private readonly limiter: Slots;
   private scanning: Promise<void> | null = null;
+  private tidiedAt = Date.now();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -90,6 +94,11 @@ export class ProjectionRunner {
 
   private async scanOnce(): Promise<void> {
     if (this.stopped.signal.aborted) return;
+    // Claims of processes that died stop counting once their consumers' rows move on; their rows go here too.
+    if (Date.now() - this.tidiedAt >= TIDY_HEADS_EVERY_MS) {
+      this.tidiedAt = Date.now();
+      await this.tidyHeads();
+    }
     let rows;
     try {
       rows = await activeGenerations(this.database.db);
