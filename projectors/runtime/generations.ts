@@ -89,8 +89,8 @@ export const projectionRuntimeMigrations: Record<string, Migration> = {
  * `g` is the `projection_generations` row; positions compare as strings, byte by byte, as `isAtOrAfter` does.
  */
 export const effectiveCheckpoint = sql<Position | null>`greatest(g.checkpoint collate "C", (
-  select max((h.moves -> (g.name || ':' || g.generation) ->> 1) collate "C") from projection_heads h
-  where h.moves ? (g.name || ':' || g.generation) and (h.moves -> (g.name || ':' || g.generation) ->> 0) is not distinct from g.checkpoint))`;
+  select max((claim ->> 1) collate "C") from projection_heads h cross join lateral (select h.moves -> (g.name || ':' || g.generation) as claim) c
+  where claim is not null and (claim ->> 0) is not distinct from g.checkpoint))`;
 
 export interface RuntimeTables {
   projection_generations: {

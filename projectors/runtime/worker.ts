@@ -83,7 +83,7 @@ export class CheckpointMoves {
    * the checkpoints 5 ms (the live-lag bench). Readers take the claim (`effectiveCheckpoint`).
    */
   announce(name: string, generation: number, from: Position | null, to: Position | null): Promise<void> {
-    this.heads.set(`${name}:${generation}`, [from, to]);
+    this.heads.set(headKey(name, generation), [from, to]);
     return new Promise((resolve, reject) => {
       this.waiting.push(resolve);
       this.failing.push(reject);
@@ -93,7 +93,7 @@ export class CheckpointMoves {
 
   /** The generation's row moved: its claim is spent (and would no longer count). */
   forget(name: string, generation: number): void {
-    this.heads.delete(`${name}:${generation}`);
+    this.heads.delete(headKey(name, generation));
   }
 
   private async flushHeads(): Promise<void> {
@@ -152,6 +152,11 @@ export class CheckpointMoves {
     }
     this.flushing = null;
   }
+}
+
+/** A generation's key in a `projection_heads` row, as `effectiveCheckpoint` looks it up. */
+function headKey(name: string, generation: number): string {
+  return `${name}:${generation}`;
 }
 
 export interface WorkerDependencies {
@@ -304,7 +309,6 @@ export class GenerationWorker {
     if (this.persisted !== to && Date.now() - this.persistedAt >= ROW_MOVE_INTERVAL_MS) await this.persist(this.persisted, to);
     else if (this.announced !== to) {
       await this.deps.moves.announce(this.consumer.name, this.generation, this.persisted, to);
-      this.announcedAt = Date.now();
       this.reached(to);
     }
   }
@@ -320,6 +324,7 @@ export class GenerationWorker {
   /** Readers see the generation at `checkpoint` from now on. */
   private reached(checkpoint: Position | null): void {
     this.announced = checkpoint;
+    this.announcedAt = Date.now();
     this.reports.report(this.consumer.name, checkpoint);
     this.deps.options.onCheckpoint?.(this.consumer.name, this.generation, checkpoint);
   }
