@@ -244,7 +244,7 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
     const leaderboards = await BatchLeaderboards.load(db, events, factOrganisations);
     const variables = await loadVariables(db, events, leaderboards);
     const calendar = new Calendar();
-    const moves: Move[] = [];
+    const moves = new ScoreMoves();
     const closed: LeaderboardWindowEvent['data'][] = [];
 
     for (const event of events) {
@@ -269,7 +269,7 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
       }
     }
 
-    await countMoves(db, moves);
+    await moves.write(db);
     await freeze(db, closed);
     await timeZones.save();
     await leaderboards.save(db);
@@ -277,16 +277,111 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
   },
 });
 
-/** What one fact adds to one user's score in one leaderboard window; with a mark, only if the mark is new. */
-interface Move {
-  /** The move's place in the batch (log order). */
-  seq: number;
+/**
+ * What the batch's facts add to the scores, folded as they come in log order: per (leaderboard, window, user),
+ * the sum of the moves without a mark and the latest time they raised it; per mark, its first move only (a
+ * mark counts once, the first time: later ones in the batch, or one already in `leaderboard_marks`, add
+ * nothing). A 20,000-event batch of the bench's store makes about 9,300 moves of 7,100 scores; the statement
+ * then reads and groups the folded rows instead of every move.
+ */
+class ScoreMoves {
+  private readonly unmarked = new Map<string, UnmarkedScore>();
+  private readonly marked = new Map<string, MarkedMove>();
+
+  add(leaderboardId: string, windowStart: string, userId: string, amount: number, reachedAt: string, mark: string | undefined): void {
+    const key = `${leaderboardId}\u0000${windowStart}\u0000${userId}`;
+    if (mark !== undefined) {
+      const markKey = `${key}\u0000${mark}`;
+      if (!this.marked.has(markKey))
+        this.marked.set(markKey, { leaderboard_id: leaderboardId, window_start: windowStart, user_id: userId, mark, amount, reached_at: reachedAt });
+      return;
+    }
+    // The latest by instant, not by text: an instant's text may leave out its milliseconds.
+    const at = Date.parse(reachedAt);
+    if (Number.isNaN(at)) throw new RangeError(`a fact's instant is not one: ${JSON.stringify(reachedAt)}`);
+    const score = this.unmarked.get(key);
+    if (!score) this.unmarked.set(key, { leaderboard_id: leaderboardId, window_start: windowStart, user_id: userId, amount, reached_at: reachedAt, at });
+    else {
+      score.amount += amount;
+      if (at > score.at) {
+        score.at = at;
+        score.reached_at = reachedAt;
+      }
+    }
+  }
+
+  /**
+   * One statement, each set as one JSON array per column (`unnestRows`): the marks inserted (the new ones come
+   * back from the insert), then one upsert of each touched score: its folded sum and the first move of each
+   * new mark added, and the latest time it was raised.
+   */
+  async write(db: Db): Promise<void> {
+    if (this.unmarked.size === 0 && this.marked.size === 0) return;
+    const scores: Omit<UnmarkedScore, 'at'>[] = [...this.unmarked.values()];
+    const unmarked = unnestRows(scores, {
+      leaderboard_id: 'text',
+      window_start: 'timestamptz',
+      user_id: 'text',
+      amount: 'double precision',
+      reached_at: 'timestamptz',
+    });
+    const marked = unnestRows([...this.marked.values()], {
+      leaderboard_id: 'text',
+      window_start: 'timestamptz',
+      user_id: 'text',
+      mark: 'text',
+      amount: 'double precision',
+      reached_at: 'timestamptz',
+    });
+    await db
+      .with('unmarked', () => sql<Omit<UnmarkedScore, 'at'>>`(${unmarked.select})`)
+      .with('marked', () => sql<MarkedMove>`(${marked.select})`)
+      .with('new_marks', (qc) =>
+        qc
+          .insertInto('leaderboard_marks')
+          .columns(['leaderboard_id', 'window_start', 'user_id', 'mark'])
+          .expression(sql`select leaderboard_id, window_start, user_id, mark from marked`)
+          .onConflict((oc) => oc.doNothing())
+          .returning(['leaderboard_id', 'window_start', 'user_id', 'mark']),
+      )
+      .insertInto('leaderboard_scores')
+      .columns(['leaderboard_id', 'window_start', 'user_id', 'score', 'reached_at'])
+      .expression(
+        sql`select leaderboard_id, window_start, user_id, sum(amount), max(reached_at) from (
+            select leaderboard_id, window_start, user_id, amount, reached_at from unmarked
+            union all
+            select m.leaderboard_id, m.window_start, m.user_id, m.amount, m.reached_at
+            from marked m join new_marks n using (leaderboard_id, window_start, user_id, mark)
+          ) as counted
+          group by leaderboard_id, window_start, user_id`,
+      )
+      .onConflict((oc) =>
+        oc.columns(['leaderboard_id', 'window_start', 'user_id']).doUpdateSet({
+          score: sql`leaderboard_scores.score + excluded.score`,
+          reached_at: sql`greatest(leaderboard_scores.reached_at, excluded.reached_at)`,
+        }),
+      )
+      .execute();
+  }
+}
+
+interface UnmarkedScore {
   leaderboard_id: string;
   window_start: string;
   user_id: string;
   amount: number;
   reached_at: string;
-  mark: string | null;
+  /** `reached_at` in epoch milliseconds. */
+  at: number;
+}
+
+interface MarkedMove {
+  leaderboard_id: string;
+  window_start: string;
+  user_id: string;
+  mark: string;
+  amount: number;
+  reached_at: string;
 }
 
 type UserVariables = { user_id: string; variables: Record<string, unknown> };
@@ -437,14 +532,14 @@ async function loadVariables(db: Db, events: readonly Recorded<StandingsEvent>[]
   return variables;
 }
 
-/** Appends what one fact moves to `moves`. */
+/** Adds what one fact moves to `moves`. */
 function movesOf(
   event: Recorded<CountedFact>,
   timeZone: string,
   leaderboards: BatchLeaderboards,
   variables: RowBatch<UserVariables>,
   calendar: Calendar,
-  moves: Move[],
+  moves: ScoreMoves,
 ): void {
   const { organisationId, communityId, userId, occurredAt } = event.data;
   const metrics = metricsOf(event);
@@ -458,71 +553,8 @@ function movesOf(
     const window = leaderboards.windowAt(leaderboard, timeZone, occurredAt);
     if (!window) continue;
     const { amount, mark } = contribution(event, leaderboard.metric_type, timeZone, calendar);
-    moves.push({
-      seq: moves.length,
-      leaderboard_id: leaderboard.id,
-      window_start: window.start,
-      user_id: userId,
-      amount,
-      reached_at: occurredAt,
-      mark: mark ?? null,
-    });
+    moves.add(leaderboard.id, window.start, userId, amount, occurredAt, mark);
   }
-}
-
-/**
- * Writes the batch's moves in one statement, the moves as one JSON array per column (`unnestRows`): their
- * marks inserted (those that were new come back from the insert), then one upsert of each touched score: the
- * sum of its counted moves added, and the latest time it was raised. A move with a mark counts when the mark
- * is new, the first time in the batch (in log order: `seq`).
- */
-async function countMoves(db: Db, moves: readonly Move[]): Promise<void> {
-  if (moves.length === 0) return;
-  await db
-    .with(
-      'moves',
-      () =>
-        sql<Move>`(${
-          unnestRows(moves, {
-            seq: 'integer',
-            leaderboard_id: 'text',
-            window_start: 'timestamptz',
-            user_id: 'text',
-            amount: 'double precision',
-            reached_at: 'timestamptz',
-            mark: 'text',
-          }).select
-        })`,
-    )
-    .with('new_marks', (qc) =>
-      qc
-        .insertInto('leaderboard_marks')
-        .columns(['leaderboard_id', 'window_start', 'user_id', 'mark'])
-        .expression(sql`select distinct leaderboard_id, window_start, user_id, mark from moves where mark is not null`)
-        .onConflict((oc) => oc.doNothing())
-        .returning(['leaderboard_id', 'window_start', 'user_id', 'mark']),
-    )
-    .insertInto('leaderboard_scores')
-    .columns(['leaderboard_id', 'window_start', 'user_id', 'score', 'reached_at'])
-    .expression(
-      sql`select leaderboard_id, window_start, user_id, sum(amount), max(reached_at) from (
-          select leaderboard_id, window_start, user_id, amount, reached_at from moves where mark is null
-          union all
-          select leaderboard_id, window_start, user_id, amount, reached_at from (
-            select distinct on (m.leaderboard_id, m.window_start, m.user_id, m.mark) m.*
-            from moves m join new_marks n using (leaderboard_id, window_start, user_id, mark)
-            order by m.leaderboard_id, m.window_start, m.user_id, m.mark, m.seq
-          ) as first_of_new_marks
-        ) as counted
-        group by leaderboard_id, window_start, user_id`,
-    )
-    .onConflict((oc) =>
-      oc.columns(['leaderboard_id', 'window_start', 'user_id']).doUpdateSet({
-        score: sql`leaderboard_scores.score + excluded.score`,
-        reached_at: sql`greatest(leaderboard_scores.reached_at, excluded.reached_at)`,
-      }),
-    )
-    .execute();
 }
 
 /** Closed windows and their frozen standings, as first recorded (one insert each, a window closed again changes nothing). */
