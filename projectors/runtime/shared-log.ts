@@ -82,6 +82,26 @@ export class SharedLog {
     return page;
   }
 
+  /**
+   * Reads up to `pages` pages after `after` in the background for the only building reader, so that its next
+   * batch is in memory when it asks: a rebuild of one read model then reads the log while it writes, not in
+   * turn (the bench's standings alone: 15% less wall time). Building readers together read ahead of the
+   * slowest already, within the window; a prefetch there only competed with them (a rebuild of all read
+   * models took 10-20% longer), so it is left to a reader alone. A failed read is left to the reader's own
+   * ask, which reads again.
+   */
+  prefetch(after: Position | null, pages: number, reader: LogReader): void {
+    if (this.building.size !== 1 || !this.building.has(reader.id)) return;
+    void (async () => {
+      let from = after;
+      for (let read = 0; read < pages; read++) {
+        const page = await this.fetchPage(from);
+        if (page.isEnd || page.checkpoint === from) return;
+        from = page.checkpoint;
+      }
+    })().catch(() => undefined);
+  }
+
   /** A reader is done (its worker stopped, or its generation went live): nobody waits for it any more. */
   leave(reader: LogReader): void {
     if (this.building.delete(reader.id)) this.wake();

@@ -9,7 +9,7 @@ import { committedCheckpointsOf, type CommittedCheckpoints } from './committed-c
 import type { BatchContext, Consumer } from './consumer.ts';
 import { generationRow, readyToSwap, relogBuild, restartWipedBuild, runtimeDb, schemaOf, StaleCheckpoint, swapIn } from './generations.ts';
 import type { LeaseKeeper } from './leases.ts';
-import type { LogPage, SharedLog } from './shared-log.ts';
+import type { LogPage, LogReader, SharedLog } from './shared-log.ts';
 import { backoff, isTransient, sleep } from './transient.ts';
 import type { Slots } from '../../infra/slots.ts';
 
@@ -242,7 +242,7 @@ export class GenerationWorker {
         }
       }
     } finally {
-      this.deps.log.leave({ id: `${this.consumer.name}:${this.generation}`, building: this.building });
+      this.deps.log.leave(this.reader);
       this.done();
     }
   }
@@ -265,10 +265,15 @@ export class GenerationWorker {
     return true;
   }
 
+  /** This worker as a reader of the shared log. */
+  private get reader(): LogReader {
+    return { id: `${this.consumer.name}:${this.generation}`, building: this.building };
+  }
+
   private async step(stopped: AbortSignal): Promise<void> {
     const from = this.checkpoint ?? null;
     const stored = this.persisted;
-    const page = await this.deps.log.page(from, { id: `${this.consumer.name}:${this.generation}`, building: this.building });
+    const page = await this.deps.log.page(from, this.reader);
     if (page.checkpoint === from) {
       if (this.building) await this.trySwap(from, true);
       // At the head, readers learn where it stands before the worker sleeps.
@@ -278,6 +283,8 @@ export class GenerationWorker {
     }
     const events = this.handledIn(page, []);
     let last = this.building ? await this.gatherBuilding(page, events) : page;
+    // The next batch is read while this one is applied.
+    if (this.building && !last.isEnd) this.deps.log.prefetch(last.checkpoint, this.deps.options.buildingBatchPages ?? 4, this.reader);
     if (events.length === 0) {
       if (this.building) await this.persist(stored, last.checkpoint);
       else if (Date.now() - this.announcedAt >= MOVE_INTERVAL_MS) await this.standAt(last.checkpoint);
@@ -341,7 +348,7 @@ export class GenerationWorker {
     const maxEvents = this.deps.options.buildingBatchEvents ?? 20_000;
     let last = first;
     for (let pages = 1; pages < maxPages && !last.isEnd && events.length < maxEvents; pages++) {
-      const next = await this.deps.log.page(last.checkpoint, { id: `${this.consumer.name}:${this.generation}`, building: true });
+      const next = await this.deps.log.page(last.checkpoint, this.reader);
       if (next.checkpoint === last.checkpoint) break;
       this.handledIn(next, events);
       last = next;
