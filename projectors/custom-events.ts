@@ -63,6 +63,7 @@ export const customEventsProjection = defineProjection<CustomEventTables, Custom
   name: 'custom_events',
   version: 2,
   tables: ['custom_events', 'custom_event_counts'],
+  insertOnly: ['custom_events'],
   canHandle: ['CustomEventLogged'],
   migrations: {
     '0001_custom_events': {

@@ -157,6 +157,7 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
   name: STANDINGS_PROJECTION,
   version: 1,
   tables: ['leaderboard_scores', 'leaderboard_frozen_standings', 'leaderboard_closed_windows'],
+  insertOnly: ['leaderboard_marks', 'leaderboard_frozen_standings', 'leaderboard_closed_windows'],
   canHandle: [
     ...TIME_ZONE_EVENTS,
     'LeaderboardCreated',

@@ -23,6 +23,11 @@ export interface ProjectionDefinition<Tables, E extends { type: string; data: un
   readonly version: number;
   /** Tables readers use; each is exposed in `public` as a view on the live generation's table. */
   readonly tables: readonly (keyof Tables & string)[];
+  /**
+   * Tables whose rows a batch only inserts (no update or delete, `on conflict do nothing` at most): a rebuild
+   * writes them to the WAL as it fills them, which costs less than rewriting them whole once it is done.
+   */
+  readonly insertOnly?: readonly (keyof Tables & string)[];
   /** Applied in order, by name, against the generation's schema. Use the schema builder, not raw SQL names. */
   readonly migrations: Record<string, Migration>;
   /** Only these event types reach `apply`. */
@@ -47,6 +52,7 @@ export function defineProjection<Tables, E extends { type: string; data: unknown
     name: definition.name,
     version: definition.version,
     tables: definition.tables,
+    ...(definition.insertOnly ? { insertOnly: definition.insertOnly } : {}),
     migrations: definition.migrations,
     canHandle: new Set<string>(definition.canHandle),
     ...(definition.onFailure ? { onFailure: definition.onFailure } : {}),

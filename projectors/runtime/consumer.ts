@@ -18,6 +18,11 @@ export interface Consumer {
   readonly version: number;
   /** Tables exposed to readers as views in `public` (none for a process manager). */
   readonly tables: readonly string[];
+  /**
+   * Tables a batch only inserts into (never updates or deletes a row; `on conflict do nothing` at most): a
+   * rebuild keeps them logged while it fills them (see `unlogBuild`).
+   */
+  readonly insertOnly?: readonly string[];
   /** Applied in order, by name, against the generation's schema. */
   readonly migrations: Record<string, Migration>;
   /** The event types it handles; the runtime hands it nothing else (the checkpoint still moves past the rest). */
