@@ -2,22 +2,28 @@ import { sql } from 'kysely';
 import type { CustomEventEvent, CustomEventPayload } from '../domain/custom-event.ts';
 import type { Int8, Json, Timestamp } from './columns.ts';
 import { defineProjection } from './projection.ts';
-import { recordsetOf } from './recordset.ts';
+import { unnestRows, type ArrayElement } from './unnest.ts';
 
-const COLUMNS = [
-  'id',
-  'organisation_id',
-  'community_id',
-  'user_id',
-  'external_user_id',
-  'name',
-  'payload',
-  'nonce',
-  'event_source_id',
-  'source_type',
-  'tags',
-  'created_at',
-] as const satisfies readonly (keyof CustomEventRow)[];
+/**
+ * The columns of a batch's new events, each one JSON array (`unnestRows`): PostgreSQL reads 4,000 of the
+ * bench's custom events in 14 ms this way against 30-34 ms as one array of row objects (`json_populate_recordset`,
+ * which builds a hash of every object's keys and parses each payload twice).
+ */
+const COLUMN_TYPES = {
+  id: 'text',
+  organisation_id: 'text',
+  community_id: 'text',
+  user_id: 'text',
+  external_user_id: 'text',
+  name: 'text',
+  // Payloads are objects and tags arrays: their JSON text reads back as the value (see `unnestRows`).
+  payload: 'jsonb',
+  nonce: 'text',
+  event_source_id: 'text',
+  source_type: 'text',
+  tags: 'jsonb',
+  created_at: 'timestamptz',
+} as const satisfies { readonly [Column in keyof CustomEventRow]: ArrayElement };
 const API_TAGS = ['custom'];
 const LINK_TAGS = ['custom', 'link'];
 
@@ -114,8 +120,8 @@ export const customEventsProjection = defineProjection<CustomEventTables, Custom
   },
 
   /**
-   * The events not recorded yet and the counts of the lists they joined, in one statement (the rows as one
-   * JSON parameter whatever the batch's size; the lists counted from what the insert returns).
+   * The events not recorded yet and the counts of the lists they joined, in one statement (a JSON parameter
+   * per column whatever the batch's size; the lists counted from what the insert returns).
    */
   async apply(db, events) {
     // An event id recorded twice keeps its first record, as `on conflict do nothing` would one by one.
@@ -135,13 +141,14 @@ export const customEventsProjection = defineProjection<CustomEventTables, Custom
       tags: data.source.type === 'link' ? LINK_TAGS : API_TAGS,
       created_at: data.occurredAt,
     }));
+    const recorded = unnestRows(rows, COLUMN_TYPES);
     // The lists each new event joins, counted in the same statement: nothing comes back to count here.
     await db
       .with('inserted', (qc) =>
         qc
           .insertInto('custom_events')
-          .columns(COLUMNS)
-          .expression(recordsetOf('custom_events', COLUMNS, rows))
+          .columns(recorded.columns)
+          .expression(recorded.select)
           .onConflict((oc) => oc.column('id').doNothing())
           .returning(['organisation_id', 'user_id', 'community_id', 'name']),
       )
