@@ -327,7 +327,7 @@ export async function startRebuild(db: UntypedDb, consumer: Consumer): Promise<G
     await withDdlRetries(db, (trx) => sql.raw(`drop schema if exists ${quoteIdentifier(schemaOf(consumer.name, generation))} cascade`).execute(trx));
     await migrateGeneration(db, consumer, generation);
     // A process manager's state stays logged: its appends are durable, so its state must be as well.
-    if (consumer.kind === 'projection') await unlogBuild(db, consumer.name, generation, consumer.insertOnly ?? []);
+    if (consumer.kind === 'projection') await unlogBuild(db, consumer.name, generation, consumer.insertOnly);
     await runtime
       .insertInto('projection_generations')
       .values({ name: consumer.name, generation, version: consumer.version, status: 'building', applied_migrations: Object.keys(consumer.migrations).sort() })
@@ -420,9 +420,9 @@ export async function swapIn(
 /**
  * A read model's building generation is written without the WAL: its tables (but those it only inserts into,
  * `insertOnly`) are UNLOGGED while it fills, and become logged once, just before it swaps in (`SET LOGGED`
- * writes each table to the WAL in one pass). Every
- * row a rebuild writes, and every later change to it, would otherwise go through the WAL: 2.6 GB of it for the
- * bench's 1M-event store, whose read models hold about 0.6 GB, and the largest share of the server's work.
+ * writes each table to the WAL in one pass). Every row a rebuild writes, and every later change to it, would
+ * otherwise go through the WAL: 2.6 GB of it for the bench's 1M-event store, whose read models hold about
+ * 0.6 GB, and the largest share of the server's work.
  * Nobody reads a building generation, so nothing is exposed before it is durable.
  *
  * A server crash empties unlogged tables (recovery resets them) but not the generation's checkpoint, which is

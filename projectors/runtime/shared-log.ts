@@ -85,7 +85,7 @@ export class SharedLog {
   /**
    * Reads up to `pages` pages after `after` in the background for the only building reader, so that its next
    * batch is in memory when it asks: a rebuild of one read model then reads the log while it writes, not in
-   * turn (the bench's standings alone: 15% less wall time). Building readers together read ahead of the
+   * turn (the bench's standings alone: a fifth less wall time). Building readers together read ahead of the
    * slowest already, within the window; a prefetch there only competed with them (a rebuild of all read
    * models took 10-20% longer), so it is left to a reader alone. A failed read is left to the reader's own
    * ask, which reads again.

@@ -265,6 +265,15 @@ export class GenerationWorker {
     return true;
   }
 
+  /** A building generation's batch: at most so many pages, and so many of its own events. */
+  private get batchPages(): number {
+    return this.deps.options.buildingBatchPages ?? 4;
+  }
+
+  private get batchEvents(): number {
+    return this.deps.options.buildingBatchEvents ?? 20_000;
+  }
+
   /** This worker as a reader of the shared log. */
   private get reader(): LogReader {
     return { id: `${this.consumer.name}:${this.generation}`, building: this.building };
@@ -284,7 +293,7 @@ export class GenerationWorker {
     const events = this.handledIn(page, []);
     let last = this.building ? await this.gatherBuilding(page, events) : page;
     // The next batch is read while this one is applied.
-    if (this.building && !last.isEnd) this.deps.log.prefetch(last.checkpoint, this.deps.options.buildingBatchPages ?? 4, this.reader);
+    if (this.building && !last.isEnd) this.deps.log.prefetch(last.checkpoint, this.batchPages, this.reader);
     if (events.length === 0) {
       if (this.building) await this.persist(stored, last.checkpoint);
       else if (Date.now() - this.announcedAt >= MOVE_INTERVAL_MS) await this.standAt(last.checkpoint);
@@ -344,8 +353,8 @@ export class GenerationWorker {
    * events it handles to `events`; returns the last page taken.
    */
   private async gatherBuilding(first: LogPage, events: RecordedEvent[]): Promise<LogPage> {
-    const maxPages = this.deps.options.buildingBatchPages ?? 4;
-    const maxEvents = this.deps.options.buildingBatchEvents ?? 20_000;
+    const maxPages = this.batchPages;
+    const maxEvents = this.batchEvents;
     let last = first;
     for (let pages = 1; pages < maxPages && !last.isEnd && events.length < maxEvents; pages++) {
       const next = await this.deps.log.page(last.checkpoint, this.reader);
@@ -366,7 +375,7 @@ export class GenerationWorker {
 
   /** Takes the pages after `last` that are in memory already, up to the building batch's bound; returns the last one taken. */
   private gatherCached(last: LogPage, events: RecordedEvent[]): LogPage {
-    const maxEvents = this.deps.options.buildingBatchEvents ?? 20_000;
+    const maxEvents = this.batchEvents;
     for (let next = this.deps.log.cachedPage(last.checkpoint); next && next.checkpoint !== last.checkpoint && events.length < maxEvents;) {
       this.handledIn(next, events);
       last = next;
