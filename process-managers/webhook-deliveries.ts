@@ -323,7 +323,8 @@ class EndpointBatch {
       .insertInto('webhook_endpoints')
       .columns(ENDPOINT_COLUMNS)
       .expression(
-        recordsetOf(
+        await recordsetOf(
+          this.db,
           'webhook_endpoints',
           ENDPOINT_COLUMNS,
           [...this.changed].map((id) => this.byId.get(id)!),

@@ -5,7 +5,7 @@ import { recordsetOf } from './recordset.ts';
 /**
  * Counters folded in memory over a batch, then written with one upsert: rows with the same key add up before
  * they reach the database (a batch of 5,000 attempts on 40 steps writes 40 rows). The rows travel as one JSON
- * parameter that the table's own row type reads (`recordsetOf`), however many there are.
+ * array per column, read with the table's own column types (`recordsetOf`), however many there are.
  */
 export class CounterBatch<Key extends string, Amount extends string> {
   private readonly rows = new Map<string, Record<string, unknown>>();
@@ -42,7 +42,7 @@ export class CounterBatch<Key extends string, Amount extends string> {
     await db
       .insertInto(this.table)
       .columns(columns)
-      .expression(recordsetOf(this.table, columns, rows))
+      .expression(await recordsetOf(db, this.table, columns, rows))
       .onConflict((oc) =>
         oc
           .columns([...this.keyColumns])

@@ -36,16 +36,16 @@ export class RowBatch<Row extends object> {
     const rows = await db
       .selectFrom(this.table)
       .selectAll()
-      .where(this.keyIn([...wanted.values()]))
+      .where(await this.keyIn(db, [...wanted.values()]))
       .execute();
     for (const row of rows as Row[]) this.rows.set(this.keyOf(row), row);
   }
 
-  /** `(key columns) in (the keys given)`, the keys as one JSON parameter read with the table's row type. */
-  private keyIn(keys: readonly Partial<Row>[]): RawBuilder<boolean> {
+  /** `(key columns) in (the keys given)`, the keys as one JSON array per column read with the table's types. */
+  private async keyIn(db: UntypedDb, keys: readonly Partial<Row>[]): Promise<RawBuilder<boolean>> {
     const columns = sql.join(this.keyColumns.map((column) => sql.ref(column)));
     const values = keys.map((key) => Object.fromEntries(this.keyColumns.map((column) => [column, key[column]])));
-    return sql<boolean>`(${columns}) in (${recordsetOf(this.table, this.keyColumns, values)})`;
+    return sql<boolean>`(${columns}) in (${await recordsetOf(db, this.table, this.keyColumns, values)})`;
   }
 
   get(key: Partial<Row>): Row | undefined {
@@ -74,15 +74,15 @@ export class RowBatch<Row extends object> {
 
   /**
    * Writes the batch: deletes first, then one upsert of every changed row (all of its columns), the rows as
-   * one JSON parameter read with the table's own row type (`recordsetOf`): a jsonb column takes the value
-   * held (an object, an array; null is SQL null), a Date its ISO text. Kysely's multi-row `values` sent a
+   * one JSON array per column read with the table's own column types (`recordsetOf`): a jsonb column takes
+   * the value held (an object, an array; null is SQL null), a Date its ISO text. Kysely's multi-row `values` sent a
    * parameter per column per row, a fifth of a rebuild's Node time went into building and sending them.
    */
   async save(db: UntypedDb): Promise<void> {
     if (this.deleted.size > 0) {
       await db
         .deleteFrom(this.table)
-        .where(this.keyIn([...this.deleted.values()]))
+        .where(await this.keyIn(db, [...this.deleted.values()]))
         .execute();
     }
     if (this.changed.size > 0) {
@@ -92,7 +92,7 @@ export class RowBatch<Row extends object> {
       await db
         .insertInto(this.table)
         .columns(columns)
-        .expression(recordsetOf(this.table, columns, rows))
+        .expression(await recordsetOf(db, this.table, columns, rows))
         .onConflict((oc) => {
           const target = oc.columns([...this.keyColumns]);
           return updated.length === 0
