@@ -13,17 +13,17 @@ import { freshDatabase } from './support/databases.ts';
 const test = await freshDatabase();
 let database: Database;
 
+/** A read model's table as two shapes' tests and the batches' test each create it, in a schema of their own. */
+const createHeld = (schema: string) =>
+  sql`create table ${sql.id(schema)}.held (
+      id text primary key, label varchar(8), flags text[], active boolean, total bigint, ratio double precision,
+      at timestamptz, details jsonb, extra json, level integer)`;
+
 beforeAll(async () => {
   database = await openPostgres(test.url, { max: 1 });
-  for (const schema of ['rm_typed_g1', 'rm_typed_g2']) {
-    await sql`create schema ${sql.id(schema)}`.execute(database.db);
-  }
-  // The same table in two generations, with a column whose type changed between them.
-  await sql`create table rm_typed_g1.held (
-      id text primary key, label varchar(8), flags text[], active boolean, total bigint, ratio double precision,
-      at timestamptz, details jsonb, extra json, level integer)`.execute(database.db);
+  // The same table in another generation, where `level` became text.
+  await sql`create schema rm_typed_g2`.execute(database.db);
   await sql`create table rm_typed_g2.held (id text primary key, label text, level text)`.execute(database.db);
-  await sql`create table rm_typed_g1.counted (org text, day text, attempts integer, total bigint, primary key (org, day))`.execute(database.db);
 });
 
 afterAll(async () => {
@@ -44,9 +44,18 @@ interface Held {
   level?: number | string | null;
 }
 
-describe('recordsetOf', () => {
+/** Each shape: row objects (what a live batch sends), one array per column (a rebuild's batch). */
+describe.each([
+  ['as row objects', Number.POSITIVE_INFINITY, 'rm_typed_g1'],
+  ['as one array per column', 0, 'rm_typed_g3'],
+] as const)('recordsetOf, %s', (_shape, columnsFrom, schema) => {
+  beforeAll(async () => {
+    await sql`create schema ${sql.id(schema)}`.execute(database.db);
+    await createHeld(schema).execute(database.db);
+  });
+
   it('writes each value as held: JSON values as themselves (a string stays a string), arrays, nulls and missing values, Dates', async () => {
-    const db = database.db.withSchema('rm_typed_g1');
+    const db = database.db.withSchema(schema);
     const rows: Held[] = [
       {
         id: 'a',
@@ -77,12 +86,12 @@ describe('recordsetOf', () => {
     await db
       .insertInto('held')
       .columns(columns)
-      .expression(await recordsetOf(db, 'held', columns, rows))
+      .expression(await recordsetOf(db, 'held', columns, rows, columnsFrom))
       .execute();
     const back = await sql<Record<string, unknown>>`
       select id, label, flags, active, total::text as total, ratio, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') as at,
              details, extra::text as extra, details is null as details_null, level
-      from rm_typed_g1.held order by id`.execute(database.db);
+      from ${sql.id(schema)}.held order by id`.execute(database.db);
     expect(back.rows).toEqual([
       {
         id: 'a',
@@ -115,54 +124,68 @@ describe('recordsetOf', () => {
   });
 
   it("reads each generation's own column types, and a column's length is checked as an insert checks it", async () => {
+    // The same table name in another generation, where `level` is text: each reads its own.
     const g2 = database.db.withSchema('rm_typed_g2');
     await g2
       .insertInto('held')
       .columns(['id', 'level'])
-      .expression(await recordsetOf(g2, 'held', ['id', 'level'], [{ id: 'x', level: 'gold' }]))
+      .expression(await recordsetOf(g2, 'held', ['id', 'level'], [{ id: `x-${schema}`, level: 'gold' }], columnsFrom))
       .execute();
-    expect((await sql<{ level: string }>`select level from rm_typed_g2.held`.execute(database.db)).rows).toEqual([{ level: 'gold' }]);
+    expect((await sql<{ level: string }>`select level from rm_typed_g2.held where id = ${`x-${schema}`}`.execute(database.db)).rows).toEqual([
+      { level: 'gold' },
+    ]);
 
-    const g1 = database.db.withSchema('rm_typed_g1');
+    const db = database.db.withSchema(schema);
     await expect(
-      g1
+      db
         .insertInto('held')
         .columns(['id', 'label'])
-        .expression(await recordsetOf(g1, 'held', ['id', 'label'], [{ id: 'long', label: 'longer than eight' }]))
+        .expression(await recordsetOf(db, 'held', ['id', 'label'], [{ id: 'long', label: 'longer than eight' }], columnsFrom))
         .execute(),
     ).rejects.toThrow(/too long/);
-    await expect(recordsetOf(g1, 'held', ['id', 'missing'], [{ id: 'x' }])).rejects.toThrow(/no column missing/);
     // Nothing written by the refused insert.
-    expect((await sql<{ n: number }>`select count(*)::int as n from rm_typed_g1.held where id = 'long'`.execute(database.db)).rows).toEqual([{ n: 0 }]);
+    expect((await sql<{ n: number }>`select count(*)::int as n from ${sql.id(schema)}.held where id = 'long'`.execute(database.db)).rows).toEqual([{ n: 0 }]);
   });
+});
 
-  it('serves RowBatch (load by keys, delete, upsert) and CounterBatch (sums added to the rows there)', async () => {
-    const db = database.db.withSchema('rm_typed_g1');
+describe('recordsetOf in the batches', () => {
+  it.each([
+    ['a live batch (row objects)', 3, 'rm_typed_live'],
+    ['a rebuild batch (one array per column)', 150, 'rm_typed_rebuild'],
+  ] as const)('serves RowBatch (load by keys, delete, upsert) and CounterBatch (sums added to the rows there): %s', async (_batch, size, schema) => {
+    await sql`create schema ${sql.id(schema)}`.execute(database.db);
+    await createHeld(schema).execute(database.db);
+    await sql`create table ${sql.id(schema)}.counted (org text, day text, attempts integer, total bigint, primary key (org, day))`.execute(database.db);
+    const db = database.db.withSchema(schema);
+    const ids = Array.from({ length: size }, (_, index) => `id-${String(index).padStart(3, '0')}`);
+
+    const first = new RowBatch<Held>('held', ['id']);
+    for (const id of ids) first.set({ id, label: 'first', flags: ['a, b', '{c}'], details: 'a JSON string', at: new Date('2026-01-07T08:00:00.000Z') });
+    await first.save(db);
+
     const batch = new RowBatch<Held>('held', ['id']);
-    await batch.load(db, [{ id: 'a' }, { id: 'b' }, { id: 'nobody' }]);
-    expect(batch.get({ id: 'a' })?.flags).toEqual(['x', 'with, comma', '{brace}', 'back\\slash']);
+    await batch.load(db, [...ids.map((id) => ({ id })), { id: 'nobody' }]);
+    expect(batch.get({ id: ids[0]! })?.flags).toEqual(['a, b', '{c}']);
+    expect(batch.get({ id: ids[0]! })?.details).toBe('a JSON string');
     expect(batch.get({ id: 'nobody' })).toBeUndefined();
-    const held = batch.get({ id: 'b' })!;
-    batch.set({ ...held, label: 'changed', details: { now: 'an object' } });
-    batch.delete({ id: 'a' });
+    for (const id of ids.slice(1)) batch.set({ ...batch.get({ id })!, label: 'changed', details: { now: 'an object' } });
+    batch.delete({ id: ids[0]! });
     await batch.save(db);
-    const back = await sql<{ id: string; label: string; details: unknown }>`select id, label, details from rm_typed_g1.held order by id`.execute(database.db);
-    expect(back.rows).toEqual([
-      { id: 'b', label: 'changed', details: { now: 'an object' } },
-      { id: 'c', label: null, details: null },
-    ]);
+    const back = await sql<{ id: string; label: string; details: unknown; at: Date }>`
+      select id, label, details, at from ${sql.id(schema)}.held order by id`.execute(database.db);
+    expect(back.rows).toEqual(ids.slice(1).map((id) => ({ id, label: 'changed', details: { now: 'an object' }, at: new Date('2026-01-07T08:00:00.000Z') })));
 
     for (const round of [1, 2]) {
       const counters = new CounterBatch('counted', ['org', 'day'], ['attempts', 'total']);
-      counters.add({ org: 'o1', day: '2026-01-01' }, { attempts: 1, total: 5 });
-      counters.add({ org: 'o1', day: '2026-01-01' }, { attempts: 1 });
-      counters.add({ org: 'o2', day: '2026-01-01' }, { total: round });
+      for (const id of ids) {
+        counters.add({ org: id, day: '2026-01-01' }, { attempts: 1, total: 5 });
+        counters.add({ org: id, day: '2026-01-01' }, { attempts: 1 });
+      }
+      counters.add({ org: 'other', day: '2026-01-01' }, { total: round });
       await counters.write(db);
     }
-    const counted = await sql`select org, day, attempts, total::int as total from rm_typed_g1.counted order by org`.execute(database.db);
-    expect(counted.rows).toEqual([
-      { org: 'o1', day: '2026-01-01', attempts: 4, total: 10 },
-      { org: 'o2', day: '2026-01-01', attempts: 0, total: 3 },
-    ]);
+    const counted = await sql<{ org: string; attempts: number; total: number }>`
+      select org, attempts, total::int as total from ${sql.id(schema)}.counted order by org`.execute(database.db);
+    expect(counted.rows).toEqual([...ids.map((org) => ({ org, attempts: 4, total: 10 })), { org: 'other', attempts: 0, total: 3 }]);
   });
 });
