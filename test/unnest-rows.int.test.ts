@@ -19,11 +19,14 @@ interface Row {
 
 const TYPES = { id: 'text', name: 'text', count: 'integer', score: 'double precision', at: 'timestamptz', details: 'jsonb' } as const;
 
-describe('unnestRows', () => {
+describe.each([
+  ['as row objects', Number.POSITIVE_INFINITY],
+  ['as one array per column', 0],
+] as const)('unnestRows, %s', (shape, columnsFrom) => {
   it('writes every value as it was given: nulls, missing values, quotes, backslashes, commas, braces, unicode, JSON text or values', async () => {
     const database = await openPostgres(test.url, { max: 1 });
     try {
-      await sql`create table rows_written (seq serial, id text, name text, count integer, score double precision, at timestamptz, details jsonb)`.execute(
+      await sql`create table ${sql.id(`rows_written_${columnsFrom}`)} (seq serial, id text, name text, count integer, score double precision, at timestamptz, details jsonb)`.execute(
         database.db,
       );
       const rows: Partial<Row>[] = [
@@ -33,10 +36,10 @@ describe('unnestRows', () => {
         { id: 'd', name: 'NULL', count: 0, score: 0, at: '2026-03-29T01:30:00+02:00', details: null },
         { id: 'e', name: '', score: 3, details: [] as unknown as Record<string, unknown> },
       ];
-      const written = unnestRows(rows as Row[], TYPES);
-      await database.db.insertInto('rows_written').columns(written.columns).expression(written.select).execute();
+      const written = unnestRows(rows as Row[], TYPES, columnsFrom);
+      await database.db.insertInto(`rows_written_${columnsFrom}`).columns(written.columns).expression(written.select).execute();
       const back =
-        await sql<Row>`select id, name, count, score, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') as at, details from rows_written order by seq`.execute(
+        await sql<Row>`select id, name, count, score, to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') as at, details from ${sql.id(`rows_written_${columnsFrom}`)} order by seq`.execute(
           database.db,
         );
       expect(back.rows).toEqual([
@@ -47,8 +50,8 @@ describe('unnestRows', () => {
         { id: 'e', name: '', count: null, score: 3, at: null, details: [] },
       ]);
       // No rows: nothing written, no error.
-      const none = unnestRows([] as Row[], TYPES);
-      const result = await database.db.insertInto('rows_written').columns(none.columns).expression(none.select).executeTakeFirst();
+      const none = unnestRows([] as Row[], TYPES, columnsFrom);
+      const result = await database.db.insertInto(`rows_written_${columnsFrom}`).columns(none.columns).expression(none.select).executeTakeFirst();
       expect(Number(result.numInsertedOrUpdatedRows)).toBe(0);
     } finally {
       await database.close();
