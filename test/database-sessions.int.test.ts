@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openPostgres } from '../infra/database.ts';
+import { inBackground, openPostgres } from '../infra/database.ts';
 import { freshDatabase } from './support/databases.ts';
 
 /**
@@ -28,6 +28,58 @@ describe('a pool session the server ends while it is checked out', () => {
       // Every session of the pool answers afterwards.
       const answers = await Promise.all([1, 2, 3, 4].map(async (n) => (await sql<{ n: number }>`select ${n}::int as n`.execute(database.db)).rows[0]!.n));
       expect(answers).toEqual([1, 2, 3, 4]);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe("a pool session's limits follow the kind of work that checks it out", () => {
+  it('gives requests and background work their own statement and idle limits, whatever the work did before on the session', async () => {
+    // One session, handed to both kinds of work in turn.
+    const database = await openPostgres(test.url, {
+      max: 1,
+      timeouts: { statementMs: 1500, idleInTransactionMs: 1200, backgroundStatementMs: 45_000, backgroundIdleInTransactionMs: 30_000 },
+    });
+    const limits = async (db: typeof database.db) =>
+      (
+        await sql<{
+          statement: string;
+          idle: string;
+        }>`select current_setting('statement_timeout') as statement, current_setting('idle_in_transaction_session_timeout') as idle`.execute(db)
+      ).rows[0];
+    const request = { statement: '1500ms', idle: '1200ms' };
+    const background = { statement: '45s', idle: '30s' };
+    try {
+      expect(await limits(database.db)).toEqual(request);
+      // A background transaction, then a background statement.
+      expect(await inBackground(() => database.db.transaction().execute((trx) => limits(trx)))).toEqual(background);
+      expect(await inBackground(() => limits(database.db))).toEqual(background);
+      expect(await limits(database.db)).toEqual(request);
+      // A background transaction that rolls back, then each kind again.
+      const failed = await inBackground(() =>
+        database.db.transaction().execute(async (trx) => {
+          expect(await limits(trx)).toEqual(background);
+          throw new Error('rolled back');
+        }),
+      ).catch((error: unknown) => error);
+      expect(failed).toBeInstanceOf(Error);
+      expect(await limits(database.db)).toEqual(request);
+      expect(await inBackground(() => limits(database.db))).toEqual(background);
+      // A request's transaction that a failed statement aborted (its commit is answered with a rollback).
+      const committed = await database.db.transaction().execute(async (trx) => {
+        expect(await limits(trx)).toEqual(request);
+        return sql`select 1 / 0`.execute(trx).then(
+          () => 'divided',
+          () => 'caught',
+        );
+      });
+      expect(committed).toBe('caught');
+      expect(await limits(database.db)).toEqual(request);
+      expect(await inBackground(() => limits(database.db))).toEqual(background);
+      // A request's statement is cancelled at its limit, a background one is not.
+      await expect(sql`select pg_sleep(2)`.execute(database.db)).rejects.toThrow(/statement timeout/);
+      await expect(inBackground(() => sql`select pg_sleep(2)`.execute(database.db))).resolves.toBeDefined();
     } finally {
       await database.close();
     }
