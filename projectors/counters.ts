@@ -4,8 +4,8 @@ import { recordsetOf } from './recordset.ts';
 
 /**
  * Counters folded in memory over a batch, then written with one upsert: rows with the same key add up before
- * they reach the database (a batch of 5,000 attempts on 40 steps writes 40 rows). The rows travel as one JSON
- * array per column, read with the table's own column types (`recordsetOf`), however many there are.
+ * they reach the database (a batch of 5,000 attempts on 40 steps writes 40 rows). The rows travel as JSON read
+ * with the table's own types (`recordsetOf`), in one or a few parameters however many there are.
  */
 export class CounterBatch<Key extends string, Amount extends string> {
   private readonly rows = new Map<string, Record<string, unknown>>();

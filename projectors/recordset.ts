@@ -1,12 +1,16 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { UntypedDb } from '../infra/database.ts';
+import { columnsAsRows } from './unnest.ts';
+
+/** From this many rows on, a statement takes them as one array per column. */
+const COLUMNS_FROM_ROWS = 100;
 
 /**
  * Rows for `insert into t (columns) select ...`, in one of two shapes, whichever PostgreSQL reads faster:
  *
- * - up to 100 rows (a live batch): one JSON array of row objects read with the table's own row type,
+ * - fewer than 100 rows (a live batch): one JSON array of row objects read with the table's own row type,
  *   `json_populate_recordset(null::t, $1)`: one parameter, one function to plan;
- * - more (a rebuild's batch): one JSON array per column, each read with the column's type,
+ * - 100 or more (a rebuild's batch): one JSON array per column, each read with the column's type,
  *   `rows from (json_array_elements_text($1), ...)`: PostgreSQL hashes every object's keys to read a row
  *   from it, where a flat array is one pass.
  *
@@ -25,9 +29,6 @@ import type { UntypedDb } from '../infra/database.ts';
  * Use as `db.insertInto(table).columns(columns).expression(await recordsetOf(db, table, columns, rows))`;
  * `columnsFrom` moves the switch between the shapes (tests write each shape).
  */
-/** From this many rows on, a statement takes them as one array per column. */
-const COLUMNS_FROM_ROWS = 100;
-
 export async function recordsetOf(
   db: UntypedDb,
   table: string,
@@ -39,26 +40,20 @@ export async function recordsetOf(
     return sql`select ${sql.join(columns.map((column) => sql.id(column)))} from json_populate_recordset(null::${sql.table(table)}, ${JSON.stringify(rows)}::json)`;
   }
   const types = await columnTypesOf(db, table);
-  const arrays: RawBuilder<unknown>[] = [];
-  const values: RawBuilder<unknown>[] = [];
-  for (const column of columns) {
-    const type = types.get(column);
-    if (type === undefined) throw new Error(`${table} has no column ${column}`);
-    const json = JSON.stringify(rows.map((row) => (row as Record<string, unknown>)[column] ?? null));
+  for (const column of columns) if (!types.has(column)) throw new Error(`${table} has no column ${column}`);
+  return columnsAsRows(rows, columns, (column) => {
+    const type = types.get(column)!;
     const value = sql.id(column);
-    if (type === 'json' || type === 'jsonb') {
-      arrays.push(sql`json_array_elements(${json}::json)`);
-      values.push(sql`case when json_typeof(${value}) <> 'null' then ${value}::${sql.raw(type)} end`);
-    } else if (type.endsWith('[]')) {
-      arrays.push(sql`json_array_elements(${json}::json)`);
-      values.push(sql`case when json_typeof(${value}) = 'array' then array(select json_array_elements_text(${value}))::${sql.raw(type)} end`);
-    } else {
-      // json_array_elements_text: a string's contents, any other value's JSON text (a number, true), null as null.
-      arrays.push(sql`json_array_elements_text(${json}::json)`);
-      values.push(sql`${value}::${sql.raw(type)}`);
-    }
-  }
-  return sql`select ${sql.join(values)} from rows from (${sql.join(arrays)}) as r(${sql.join(columns.map((column) => sql.id(column)))})`;
+    if (type === 'json' || type === 'jsonb')
+      return { elements: 'json', value: sql`case when json_typeof(${value}) <> 'null' then ${value}::${sql.raw(type)} end` };
+    if (type.endsWith('[]'))
+      return {
+        elements: 'json',
+        value: sql`case when json_typeof(${value}) = 'array' then array(select json_array_elements_text(${value}))::${sql.raw(type)} end`,
+      };
+    // A string's contents, any other value's JSON text (a number, true), null as null.
+    return { elements: 'text', value: sql`${value}::${sql.raw(type)}` };
+  });
 }
 
 /** Per qualified table name: column name → its type without modifier, as SQL names it (`timestamp with time zone`). */

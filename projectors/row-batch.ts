@@ -41,7 +41,7 @@ export class RowBatch<Row extends object> {
     for (const row of rows as Row[]) this.rows.set(this.keyOf(row), row);
   }
 
-  /** `(key columns) in (the keys given)`, the keys as one JSON array per column read with the table's types. */
+  /** `(key columns) in (the keys given)`, the keys as JSON read with the table's types (`recordsetOf`). */
   private async keyIn(db: UntypedDb, keys: readonly Partial<Row>[]): Promise<RawBuilder<boolean>> {
     const columns = sql.join(this.keyColumns.map((column) => sql.ref(column)));
     const values = keys.map((key) => Object.fromEntries(this.keyColumns.map((column) => [column, key[column]])));
@@ -74,8 +74,8 @@ export class RowBatch<Row extends object> {
 
   /**
    * Writes the batch: deletes first, then one upsert of every changed row (all of its columns), the rows as
-   * one JSON array per column read with the table's own column types (`recordsetOf`): a jsonb column takes
-   * the value held (an object, an array; null is SQL null), a Date its ISO text. Kysely's multi-row `values` sent a
+   * JSON read with the table's own types (`recordsetOf`): a jsonb column takes the value held (an object, an
+   * array; null is SQL null), a Date its ISO text. Kysely's multi-row `values` sent a
    * parameter per column per row, a fifth of a rebuild's Node time went into building and sending them.
    */
   async save(db: UntypedDb): Promise<void> {

@@ -25,19 +25,37 @@ export function unnestRows<Row extends object>(
   columnsFrom = COLUMNS_FROM_ROWS,
 ): { columns: (keyof Row & string)[]; select: RawBuilder<unknown> } {
   const columns = Object.keys(types) as (keyof Row & string)[];
-  const values = columns.map((column) => sql`${sql.id(column)}::${sql.raw(types[column])}`);
-  const names = sql.join(columns.map((column) => sql.id(column)));
+  const cast = (column: string) => sql`${sql.id(column)}::${sql.raw(types[column as keyof Row & string])}`;
   if (rows.length < columnsFrom) {
     // Each column read as text, as json_array_elements_text reads it below: the same values either way.
     const asText = sql.join(columns.map((column) => sql`${sql.id(column)} text`));
-    return { columns, select: sql`select ${sql.join(values)} from json_to_recordset(${JSON.stringify(rows)}::json) as r(${asText})` };
+    return { columns, select: sql`select ${sql.join(columns.map(cast))} from json_to_recordset(${JSON.stringify(rows)}::json) as r(${asText})` };
   }
   // json_array_elements_text gives a string's contents and any other value's JSON text: a jsonb column's JSON
   // text, or its value as it is, reads back as that value.
-  const arrays = columns.map(
-    (column) => sql`json_array_elements_text(${JSON.stringify(rows.map((row) => (row as Record<string, unknown>)[column] ?? null))}::json)`,
-  );
-  return { columns, select: sql`select ${sql.join(values)} from rows from (${sql.join(arrays)}) as r(${names})` };
+  return { columns, select: columnsAsRows(rows, columns, (column) => ({ elements: 'text', value: cast(column) })) };
+}
+
+/** How `columnsAsRows` reads a column: its array's elements as JSON values or as text, and the value selected from them. */
+export interface ColumnRead {
+  elements: 'json' | 'text';
+  value: RawBuilder<unknown>;
+}
+
+/**
+ * `select <each column's value> from rows from (<one JSON array per column>) as r(<columns>)`: the rows sent as
+ * one JSON array per column (a missing value is null) and zipped back into rows; `read` says how each is read.
+ */
+export function columnsAsRows(rows: readonly object[], columns: readonly string[], read: (column: string) => ColumnRead): RawBuilder<unknown> {
+  const arrays: RawBuilder<unknown>[] = [];
+  const values: RawBuilder<unknown>[] = [];
+  for (const column of columns) {
+    const { elements, value } = read(column);
+    const json = JSON.stringify(rows.map((row) => (row as Record<string, unknown>)[column] ?? null));
+    arrays.push(elements === 'json' ? sql`json_array_elements(${json}::json)` : sql`json_array_elements_text(${json}::json)`);
+    values.push(value);
+  }
+  return sql`select ${sql.join(values)} from rows from (${sql.join(arrays)}) as r(${sql.join(columns.map((column) => sql.id(column)))})`;
 }
 
 /**
