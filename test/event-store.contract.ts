@@ -257,6 +257,19 @@ export function eventStoreContract(adapter: string, open: () => Promise<{ store:
         expect(await store.countAfter(before?.position ?? null)).toBeGreaterThanOrEqual(3);
         expect(await store.countAfter(after!.position)).toBe(0);
       });
+
+      it('count the events between two positions, the first excluded and the last included', async () => {
+        const stream = `${category()}-1`;
+        await store.append(stream, events(4));
+        const [first, second, , fourth] = (await store.readStream(stream)).map((event) => event.position);
+        expect(await store.countBetween(first!, fourth!)).toBe(3);
+        expect(await store.countBetween(first!, second!)).toBe(1);
+        expect(await store.countBetween(fourth!, fourth!)).toBe(0);
+        // From the start of the log: every event up to and including the position.
+        const upToFourth = await store.countBetween(null, fourth!);
+        expect(upToFourth - (await store.countBetween(null, first!))).toBe(3);
+        expect(upToFourth + (await store.countAfter(fourth!))).toBe(await store.countBetween(null, (await store.head())!.position));
+      });
     });
   });
 }

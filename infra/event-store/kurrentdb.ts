@@ -297,6 +297,17 @@ export class KurrentDbEventStore implements EventStore {
     return count;
   }
 
+  async countBetween(after: Position | null, until: Position): Promise<number> {
+    let count = 0;
+    // Exact, unlike countAfter's bounded scan: callers keep the count and only ever add to it.
+    for await (const event of this.visibleEvents(after, Number.MAX_SAFE_INTEGER)) {
+      // Positions compare as strings (readAll's `until` does the same).
+      if (positionOf(event) > until) break;
+      count++;
+    }
+    return count;
+  }
+
   async close(): Promise<void> {
     this.signal.notify();
     await this.client.dispose();

@@ -131,6 +131,12 @@ export interface EventStore {
   appendVersion(): number;
   /** How many visible events come after `after` (bounded by `cap` where counting is a scan). */
   countAfter(after: Position | null, cap?: number): Promise<number>;
+  /**
+   * How many visible events come after `after`, up to and including `until` (a position the store has shown).
+   * Such a count never changes: nothing lands at or before a visible position later, so callers may keep it
+   * and count only what the log gained since (exact, even where counting is a scan).
+   */
+  countBetween(after: Position | null, until: Position): Promise<number>;
   close(): Promise<void>;
 }
 

@@ -500,6 +500,20 @@ export class PostgresEventStore implements EventStore {
     return Number(row?.count ?? 0);
   }
 
+  async countBetween(after: Position | null, until: Position): Promise<number> {
+    const from = after ? parsePosition(after) : null;
+    const to = parsePosition(until);
+    const horizon = await this.horizon();
+    const row = (
+      await sql<{ count: string }>`/* engage:log-read */
+      select count(*) as count from es_events
+      where transaction_id < ${horizon}::xid8
+        and (transaction_id, global_position) <= (${to.major.toString()}::xid8, ${to.minor.toString()}::bigint)
+        ${from ? sql`and (transaction_id, global_position) > (${from.major.toString()}::xid8, ${from.minor.toString()}::bigint)` : sql``}`.execute(this.db)
+    ).rows[0];
+    return Number(row?.count ?? 0);
+  }
+
   async close(): Promise<void> {
     const unlisten = this.unlisten;
     this.unlisten = null;
