@@ -255,3 +255,41 @@ describe('GET /integration/events', () => {
     }
   });
 });
+
+describe('GET /integration/events: the size of a busy list', () => {
+  let t: TestService;
+
+  beforeAll(async () => {
+    t = await startTestService({ jobs: false });
+  }, 60_000);
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('counts every event of each list, logged in one batch', async () => {
+    const busy = await t.createOrganisation('events-busy');
+    const admin = adminOf(t, busy);
+    const community = await admin.community('Busy');
+    const [carol, dave] = [await admin.user('crm-carol', [community]), await admin.user('crm-dave', [community])];
+    const body = Array.from({ length: 48 }, (_, n) => ({
+      eventName: 'tap',
+      userId: n % 3 === 0 ? dave.id : carol.id,
+      communityId: community,
+      nonce: `busy-${n}`,
+    }));
+    const logged = await t.request('POST', '/api/v2/admin/events/custom/batch', { ...asTenant(busy), body });
+    expect(logged.status, JSON.stringify(logged.body)).toBe(200);
+    await t.settle();
+
+    const total = async (query: string) => {
+      const response = await t.request('GET', `${EVENTS}?limit=1${query}`, asTenant(busy));
+      expect(response.status, JSON.stringify(response.body)).toBe(200);
+      return response.body.totalCount as number;
+    };
+    expect(await total('')).toBe(48);
+    expect(await total('&name=tap')).toBe(48);
+    expect(await total(`&communityId=${community}`)).toBe(48);
+    expect(await total(`&userId=${dave.id}`)).toBe(16);
+    expect(await total(`&userId=${carol.id}`)).toBe(32);
+  });
+});
