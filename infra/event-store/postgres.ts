@@ -488,28 +488,27 @@ export class PostgresEventStore implements EventStore {
     return row ? { position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)), createdAt: row.created_at } : null;
   }
 
-  async countAfter(after: Position | null): Promise<number> {
-    const from = after ? parsePosition(after) : null;
-    const horizon = await this.horizon();
-    const row = (
-      await sql<{ count: string }>`/* engage:log-read */
-      select count(*) as count from es_events
-      where transaction_id < ${horizon}::xid8
-        ${from ? sql`and (transaction_id, global_position) > (${from.major.toString()}::xid8, ${from.minor.toString()}::bigint)` : sql``}`.execute(this.db)
-    ).rows[0];
-    return Number(row?.count ?? 0);
+  countAfter(after: Position | null): Promise<number> {
+    return this.countVisible(after, null);
   }
 
-  async countBetween(after: Position | null, until: Position): Promise<number> {
-    const from = after ? parsePosition(after) : null;
-    const to = parsePosition(until);
+  countBetween(after: Position | null, until: Position): Promise<number> {
+    return this.countVisible(after, until);
+  }
+
+  /** Visible events after `after`, up to and including `until` when given. */
+  private async countVisible(after: Position | null, until: Position | null): Promise<number> {
+    const bound = (position: Position, comparison: '>' | '<=') => {
+      const { major, minor } = parsePosition(position);
+      return sql`and (transaction_id, global_position) ${sql.raw(comparison)} (${major.toString()}::xid8, ${minor.toString()}::bigint)`;
+    };
     const horizon = await this.horizon();
     const row = (
       await sql<{ count: string }>`/* engage:log-read */
       select count(*) as count from es_events
       where transaction_id < ${horizon}::xid8
-        and (transaction_id, global_position) <= (${to.major.toString()}::xid8, ${to.minor.toString()}::bigint)
-        ${from ? sql`and (transaction_id, global_position) > (${from.major.toString()}::xid8, ${from.minor.toString()}::bigint)` : sql``}`.execute(this.db)
+        ${after ? bound(after, '>') : sql``}
+        ${until ? bound(until, '<=') : sql``}`.execute(this.db)
     ).rows[0];
     return Number(row?.count ?? 0);
   }
