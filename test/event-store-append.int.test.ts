@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres, type Database } from '../infra/database.ts';
 import { EventIdConflictError, WrongExpectedRevisionError, type NewEvent } from '../infra/event-store/port.ts';
@@ -236,5 +237,53 @@ describe('PostgreSQL append: one statement, group commit', () => {
       }),
       { numRuns: 40 },
     );
+  });
+});
+
+/**
+ * PL/pgSQL keeps a session's plans: `es_append`'s lookups planned on a new, near-empty store must still use
+ * the indexes once the tables have grown (a kept sequential scan made each batch read the whole tables).
+ */
+describe('PostgreSQL append: lookups by index however the store grew', () => {
+  // One connection: the appends and the statistics read below share a session, and so its kept plans.
+  let small: Awaited<ReturnType<typeof freshDatabase>>;
+  let store: PostgresEventStore;
+
+  beforeAll(async () => {
+    small = await freshDatabase({ max: 1 });
+    await migrate(small.database.db);
+    store = new PostgresEventStore(small.database, { maxConcurrentAppends: 1 });
+  });
+  afterAll(async () => {
+    await store.close();
+    await small.drop();
+  });
+
+  const sequentialScans = async (): Promise<Record<string, number>> => {
+    // This session's counts reach the shared statistics when it goes idle after asking for a flush.
+    await sql`select pg_stat_force_next_flush()`.execute(small.database.db);
+    await sql`select pg_stat_clear_snapshot()`.execute(small.database.db);
+    const { rows } = await sql<{ relname: string; seq_scan: string }>`
+      select relname, seq_scan from pg_stat_user_tables where relname in ('es_streams', 'es_events')`.execute(small.database.db);
+    return Object.fromEntries(rows.map((row) => [row.relname, Number(row.seq_scan)]));
+  };
+  // Two streams in one append: the function's path (a single stream alone takes a plain statement).
+  const appendPair = () =>
+    store.appendMultiple([
+      { stream: `pair-${randomUUID()}`, events: [{ type: 'Happened', data: {}, metadata: {} }], expectedRevision: 'no_stream' },
+      { stream: `pair-${randomUUID()}`, events: [{ type: 'Happened', data: {}, metadata: {} }], expectedRevision: 'no_stream' },
+    ]);
+
+  it('scans neither es_streams nor es_events after the session planned its appends on an empty store', async () => {
+    // More than five calls: from then on the session keeps a generic plan, made for the tables as they are now.
+    for (let call = 0; call < 8; call++) await appendPair();
+    await sql`insert into es_streams (stream_name, revision) select 'grown-' || n, 0 from generate_series(1, 20000) as n`.execute(small.database.db);
+    await sql`insert into es_events (stream_name, stream_revision, event_id, event_type, data, metadata)
+      select 'grown-' || n, 0, gen_random_uuid(), 'Happened', '{}', '{}' from generate_series(1, 20000) as n`.execute(small.database.db);
+    const before = await sequentialScans();
+    for (let call = 0; call < 5; call++) await appendPair();
+    const after = await sequentialScans();
+    expect(after).toEqual(before);
+    expect(await store.readStream('grown-1')).toHaveLength(1);
   });
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Migration, type RawBuilder } from 'kysely';
 import type { Database } from '../database.ts';
 import { AppendSignal, pollingSubscription } from './polling-subscription.ts';
-import { APPEND_FUNCTION_MIGRATION, GroupCommit, appendUnits } from './postgres-append.ts';
+import { APPEND_BY_INDEX_MIGRATION, APPEND_FUNCTION_MIGRATION, GroupCommit, appendUnits } from './postgres-append.ts';
 import {
   EventIdConflictError,
   WrongExpectedRevisionError,
@@ -151,6 +151,7 @@ export const eventStoreMigrations: Record<string, Migration> = {
       await sql`drop function if exists es_announced_xids()`.execute(db);
     },
   },
+  '0006_append_by_index': APPEND_BY_INDEX_MIGRATION,
 };
 
 export interface PostgresEventStoreOptions {
