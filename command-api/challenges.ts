@@ -82,6 +82,7 @@ export function challengeCommands(ctx: ServiceContext, admin: ApiDescription): R
         parts: [
           {
             stream: `challenge-${challengeId}`,
+            newStream: true,
             decider: challengeDecider,
             command: { type: 'CreateChallenge', data: { ...body, actions, challengeId, organisationId, actor: actor!, now: occurredAt! } },
           },

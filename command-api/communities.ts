@@ -37,6 +37,7 @@ export function communityCommands(ctx: ServiceContext, admin: ApiDescription): R
         parts: [
           {
             stream: `community-${communityId}`,
+            newStream: true,
             decider: community.decider,
             command: { type: 'CreateCommunity', data: { ...body, communityId, organisationId, actor: actor!, now: occurredAt! } },
           },

@@ -56,6 +56,7 @@ export function customEventLinkCommands(ctx: ServiceContext, admin: ApiDescripti
         parts: [
           {
             stream: `link-${linkId}`,
+            newStream: true,
             decider: customEventLinkDecider,
             command: {
               type: 'CreateCustomEventLink',

@@ -34,6 +34,7 @@ export function gameCommands(ctx: ServiceContext, admin: ApiDescription): Router
         parts: [
           {
             stream: `game-${gameId}`,
+            newStream: true,
             decider: gameDecider,
             command: {
               type: 'CreateGame',

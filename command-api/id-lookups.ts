@@ -7,7 +7,8 @@ import type { CommandPart } from './command-handling.ts';
 
 /**
  * The lookups that take a command from an id to the stream it lives on (see `domain/id-lookup.ts`): each is
- * a part of the command that creates the id, and is read back before a command addressed to the id.
+ * a part of the command that creates the id, and is read back before a command addressed to the id. The id is
+ * made for that command, so its lookup stream is new: decided unread (`newStream`).
  */
 export const actionLookupStream = (actionId: string) => `challengeaction-${actionId}`;
 export const tokenLookupStream = (tokenId: string) => `apitoken-${tokenId}`;
@@ -15,6 +16,7 @@ export const tokenLookupStream = (tokenId: string) => `apitoken-${tokenId}`;
 export function recordActionOwner(actionId: string, challengeId: string, organisationId: string): CommandPart {
   return {
     stream: actionLookupStream(actionId),
+    newStream: true,
     decider: actionOwnerDecider,
     command: { type: 'RecordOwner', data: { id: actionId, organisationId, stream: `challenge-${challengeId}` } },
   };
@@ -23,6 +25,7 @@ export function recordActionOwner(actionId: string, challengeId: string, organis
 export function recordTokenOwner(tokenId: string, organisationId: string): CommandPart {
   return {
     stream: tokenLookupStream(tokenId),
+    newStream: true,
     decider: tokenOwnerDecider,
     command: { type: 'RecordOwner', data: { id: tokenId, organisationId, stream: `organisation-${organisationId}` } },
   };

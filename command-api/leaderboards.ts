@@ -55,6 +55,7 @@ export function leaderboardCommands(ctx: ServiceContext, admin: ApiDescription):
         parts: [
           {
             stream: `leaderboard-${leaderboardId}`,
+            newStream: true,
             decider: tracked.decider,
             command: {
               type: 'CreateLeaderboard',

@@ -125,7 +125,7 @@ export async function customEventParts(ctx: ServiceContext, caller: Caller, body
   if (body.autoCreateUser) {
     const created = { userId: newId(), externalUserId: body.userId };
     const [claim, userPart, ...rest] = createUserParts({ ...created, organisationId, profile: blankProfile(body.communityId), now });
-    return [{ ...claim!, decider: autoCreateClaimDecider }, { ...userPart!, newStream: true }, ...rest, logEvent(created)];
+    return [{ ...claim!, decider: autoCreateClaimDecider }, userPart!, ...rest, logEvent(created)];
   }
   return [
     {

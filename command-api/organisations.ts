@@ -33,6 +33,7 @@ export async function createOrganisation(ctx: CommandContext, input: z.infer<typ
       },
       {
         stream: `organisation-${organisationId}`,
+        newStream: true,
         decider: organisationDecider,
         command: {
           type: 'CreateOrganisation',

@@ -51,6 +51,7 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
         parts: [
           {
             stream: `reward-${rewardId}`,
+            newStream: true,
             decider: rewardDecider,
             command: { type: 'CreateReward', data: { ...definitionOf(body), rewardId, organisationId, actor: actor!, now: occurredAt! } },
           },
@@ -137,6 +138,7 @@ export function rewardCommands(ctx: ServiceContext, admin: ApiDescription): Rout
           },
           {
             stream: `allocation-${allocationId}`,
+            newStream: true,
             decider: allocationDecider,
             command: {
               type: 'CreateAllocation',

@@ -87,6 +87,7 @@ export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router
         parts.push(
           {
             stream: `invitation-${invitationId}`,
+            newStream: true,
             decider: invitationDecider,
             command: { type: 'SendInvitation', data: { invitationId, organisationId, email: normalised, actor: actor!, now: occurredAt! } },
           },

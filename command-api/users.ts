@@ -48,7 +48,7 @@ export function createUserParts(input: {
       decider: externalUserIdDecider,
       command: { type: 'ClaimExternalUserId', data: { organisationId, externalUserId, userId } },
     },
-    { stream: `user-${userId}`, decider: userDecider, command: { type: 'CreateUser', data: input } },
+    { stream: `user-${userId}`, newStream: true, decider: userDecider, command: { type: 'CreateUser', data: input } },
     ...communityChecks(organisationId, input.profile.communityIds),
   ];
 }

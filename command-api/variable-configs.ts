@@ -48,6 +48,7 @@ export function variableConfigCommands(ctx: ServiceContext, admin: ApiDescriptio
           },
           {
             stream: `variableconfig-${variableConfigId}`,
+            newStream: true,
             decider: variableConfigDecider,
             command: { type: 'CreateVariableConfig', data: { ...body, variableConfigId, organisationId, actor: actor!, now: occurredAt! } },
           },

@@ -39,7 +39,8 @@ export function webhookCommands(ctx: ServiceContext, admin: ApiDescription): Rou
   const onWebhook = (req: Request, res: Parameters<typeof runCommand>[2], command: WebhookCommand, status: number, reveal?: boolean) => {
     const webhook = withDecidedState(webhookDecider);
     return runCommand(ctx, req, res, {
-      parts: [{ stream: `webhook-${command.data.webhookId}`, decider: webhook.decider, command }],
+      // A new endpoint's id is made for its command: its stream is decided unread.
+      parts: [{ stream: `webhook-${command.data.webhookId}`, newStream: command.type === 'CreateWebhook', decider: webhook.decider, command }],
       respond: ([events]) => {
         const view = webhookView(webhook.after(events!));
         const secretKeyId = (events as WebhookEvent[]).flatMap((event) => ('secretKeyId' in event.data ? [event.data.secretKeyId] : []))[0];

@@ -69,6 +69,44 @@ describe('the command pipeline on PostgreSQL: cached stream states, one path for
     );
   });
 
+  it('creating something reads none of the streams its new ids name', async () => {
+    // The service's own store, observed: every stream it reads while the routes below create things.
+    const store = t.service.store;
+    const read: string[] = [];
+    const readStream = store.readStream.bind(store);
+    store.readStream = (stream, ...rest) => {
+      read.push(stream);
+      return readStream(stream, ...rest);
+    };
+    try {
+      const post = async (path: string, body: unknown) => {
+        const response = await t.request('POST', `/api/v2/admin${path}`, { ...as(acme), body });
+        expect([200, 201], `${path}: ${JSON.stringify(response.body)}`).toContain(response.status);
+        return response.body as { id: string; actions?: { id: string }[] };
+      };
+      const images = { primaryImageUrl: '', secondaryImageUrl: '' };
+      const details = { en: { title: 'Coffee week', description: 'Visit', light: images, dark: images } };
+      const created = [
+        await post('/communities', { name: 'Walkers' }),
+        await post('/leaderboards', { name: 'Weekly XP', metricType: 'total-xp', startsAt: '2026-01-05T00:00:00Z', status: 'live', period: 'weekly' }),
+        await post('/users', { externalUserId: `crm-${newId()}`, communityIds: [community] }),
+        await post('/webhooks', { url: 'https://hooks.example.com/engage', eventTypes: ['achievement.earned'] }),
+        await post('/challenges', {
+          communityId: community,
+          details,
+          actions: [{ key: 'visit', category: 'participation', xp: 10, criteria: [], details }],
+          startsAt: '2026-03-01T00:00:00Z',
+          expiresAt: '2026-04-01T00:00:00Z',
+        }),
+      ];
+      const newIds = created.flatMap((thing) => [thing.id, ...(thing.actions ?? []).map((action) => action.id)]);
+      expect(newIds).toHaveLength(6);
+      expect(read.filter((stream) => newIds.some((id) => stream.endsWith(id)))).toEqual([]);
+    } finally {
+      store.readStream = readStream;
+    }
+  });
+
   it('a batch of 100 known-user events reads no stream and appends in one transaction', async () => {
     const items = Array.from({ length: 100 }, (_, i) => ({ body: body({ nonce: `pipeline-${i}`, payload: { i } }) }));
     const { result, statements } = await counted(() => logCustomEventBatch(t.service, callerNow(), items));
