@@ -19,6 +19,7 @@ import {
 import { CheckpointMoves } from '../projectors/runtime/worker.ts';
 import { listParked, requestRebuild, retryParked, skipParked } from '../projectors/maintenance.ts';
 import type { Projection } from '../projectors/projection.ts';
+import { defineProcessManager } from '../process-managers/process-manager.ts';
 import { migrate } from '../service.ts';
 import { freshDatabase, type TestDatabase } from './support/databases.ts';
 import { tallyProjection, waitUntil } from './support/projections.ts';
@@ -435,5 +436,57 @@ describe('projector runtime on PostgreSQL, across processes and sessions', () =>
     const reported = seen.map((report) => report.reported!);
     expect(reported).toEqual([...reported].sort());
     expect(new Set(reported).size).toBe(reported.length);
+  });
+  it("announces a process manager's batch as an appender in its checkpoint's statement, and applies it once", async () => {
+    // Each `Shouted` is answered by an `Echoed` in a new stream of its own, appended in the batch's transaction.
+    const held: boolean[] = [];
+    const echo = defineProcessManager<object, { type: 'Shouted'; data: { n: number } }>({
+      name: 'echo',
+      version: 1,
+      migrations: {},
+      canHandle: ['Shouted'],
+      async handle(db, events, context) {
+        // The appender announcement (a shared advisory lock) is held before the batch's work writes anything.
+        const lock = await sql<{ held: boolean }>`
+          select exists (select 1 from pg_locks where locktype = 'advisory' and pid = pg_backend_pid() and mode = 'ShareLock' and objsubid = 2 and granted) as held`.execute(
+          db,
+        );
+        held.push(lock.rows[0]!.held);
+        await context.append(
+          events.map((event) => ({
+            stream: `echo-${event.data.n}`,
+            expectedRevision: 'no_stream' as const,
+            events: [{ type: 'Echoed', data: { n: event.data.n } }],
+          })),
+        );
+      },
+    });
+    await prepareProjections(test.database.db, [echo]);
+    let announcements = 0;
+    const announceAppender = store.announceAppender.bind(store);
+    store.announceAppender = (trx) => {
+      announcements++;
+      return announceAppender(trx);
+    };
+    const manager = new ProjectionRunner(test.database, store, [echo], silent, { scanIntervalMs: 100, leaseMs: 1500, batchSize: 7 });
+    try {
+      await manager.start();
+      for (let n = 0; n < 40; n++) await store.append(`shout-${n}`, [{ type: 'Shouted', data: { n } }]);
+      const echoes = () =>
+        sql<{
+          n: number;
+          count: number;
+        }>`select (data ->> 'n')::int as n, count(*)::int as count from es_events where event_type = 'Echoed' group by 1 order by 1`.execute(test.database.db);
+      await waitUntil(async () => (await echoes()).rows.length === 40, 20_000, 'every shout to be echoed');
+      await manager.stop();
+      expect((await echoes()).rows).toEqual(Array.from({ length: 40 }, (_, n) => ({ n, count: 1 })));
+      expect(held.length).toBeGreaterThan(0);
+      expect(held.every(Boolean)).toBe(true);
+      // No statement of its own: the checkpoint's update took it, and the appends knew.
+      expect(announcements).toBe(0);
+    } finally {
+      await manager.stop();
+      delete (store as { announceAppender?: unknown }).announceAppender;
+    }
   });
 });

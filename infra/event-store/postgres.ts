@@ -242,8 +242,9 @@ export class PostgresEventStore implements EventStore {
    * Appends inside a transaction the caller owns (read models written atomically with events, tests that
    * hold a transaction open). The caller commits; subscribers wake on the NOTIFY sent at commit.
    */
-  async appendInTransaction(trx: Kysely<any>, unprepared: StreamAppend[], options: { notify?: boolean } = {}): Promise<AppendResult[]> {
-    await this.announceAppender(trx);
+  async appendInTransaction(trx: Kysely<any>, unprepared: StreamAppend[], options: { notify?: boolean; announced?: boolean } = {}): Promise<AppendResult[]> {
+    // `announced`: the caller's transaction took `announcement` in its first statement.
+    if (!options.announced) await this.announceAppender(trx);
     const appends = withEventIds(unprepared);
     const known = await this.alreadyAppended(trx, appends);
     if (known) return known;
@@ -302,6 +303,15 @@ export class PostgresEventStore implements EventStore {
       select before.late, ${announceSql} from before`.execute(trx)
     ).rows[0];
     if (row?.late) throw new Error('An append must announce its transaction before the transaction writes anything (announceAppender)');
+  }
+
+  /**
+   * `announceAppender` as an expression, for a statement of the caller's that is the transaction's first: a
+   * materialized CTE or a one-row `from` item the statement's write reads, so the lock is taken before the
+   * write gives the transaction its id (as `appendOne` does). Saves a round trip per transaction.
+   */
+  get announcement(): RawBuilder<unknown> {
+    return announceSql;
   }
 
   /** The read horizon: positions of transactions below it are final (see APPENDER_LOCK). */

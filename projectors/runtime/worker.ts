@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Database, UntypedDb } from '../../infra/database.ts';
 import { PostgresEventStore } from '../../infra/event-store/postgres.ts';
 import type { EventStore, Position, RecordedEvent, SubscriptionBatch } from '../../infra/event-store/port.ts';
@@ -419,8 +419,9 @@ export class GenerationWorker {
   ): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       const store = this.deps.store;
-      if (this.consumer.kind === 'process-manager' && store instanceof PostgresEventStore) await store.announceAppender(trx);
-      await this.advance(trx, from, to, this.consumer.kind === 'projection');
+      // A process manager announces itself in the checkpoint's statement, the transaction's first.
+      const announce = this.consumer.kind === 'process-manager' && store instanceof PostgresEventStore ? store.announcement : null;
+      await this.advance(trx, from, to, this.consumer.kind === 'projection', announce);
       await work(trx, this.contextFor(trx));
       await this.deps.options.onBatchApplied?.(this.consumer.name, this.generation, { events, checkpoint: to, caughtUp: false });
     });
@@ -433,7 +434,8 @@ export class GenerationWorker {
     return {
       append: async (appends) => {
         if (!(store instanceof PostgresEventStore)) return store.appendMultiple(appends);
-        const results = await store.appendInTransaction(trx, appends, { notify: !notified });
+        // A process manager's transactions announce it first thing (`transaction`, the swap's `beforeWrites`).
+        const results = await store.appendInTransaction(trx, appends, { notify: !notified, announced: this.consumer.kind === 'process-manager' });
         notified = true;
         return results;
       },
@@ -486,10 +488,24 @@ export class GenerationWorker {
     });
   }
 
-  private async advance(trx: UntypedDb, from: Position | null, to: Position | null, relaxedCommit: boolean): Promise<void> {
+  /**
+   * The checkpoint's compare-and-set. A read model's batch commits without waiting for the disk (`relaxedCommit`);
+   * `announce` (a process manager's appender announcement, `PostgresEventStore.announcement`) is taken in a
+   * materialized CTE the update reads, so before its write gives the transaction an id: this must be the
+   * transaction's first statement then.
+   */
+  private async advance(
+    trx: UntypedDb,
+    from: Position | null,
+    to: Position | null,
+    relaxedCommit: boolean,
+    announce: RawBuilder<unknown> | null = null,
+  ): Promise<void> {
+    const reads = [...(relaxedCommit ? [sql`(select set_config('synchronous_commit', 'off', true)) as relaxed`] : []), ...(announce ? [sql`announced`] : [])];
     const result = await sql`
+      ${announce ? sql`with announced as materialized (select ${announce})` : sql``}
       update projection_generations set checkpoint = ${to}, updated_at = now(), last_error = null
-      ${relaxedCommit ? sql`from (select set_config('synchronous_commit', 'off', true)) as relaxed` : sql``}
+      ${reads.length > 0 ? sql`from ${sql.join(reads)}` : sql``}
       where name = ${this.consumer.name} and generation = ${this.generation} and status <> 'retired'
         and checkpoint is not distinct from ${from}`.execute(trx);
     if (Number(result.numAffectedRows ?? 0) !== 1) throw new StaleCheckpoint();
