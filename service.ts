@@ -9,10 +9,10 @@ import { challengeCommands } from './command-api/challenges.ts';
 import { gameCommands } from './command-api/games.ts';
 import { rewardCommands } from './command-api/rewards.ts';
 import { userCommands } from './command-api/users.ts';
-import { customEventCommands } from './command-api/custom-events.ts';
+import { customEventCommands, tokenCheckedByAppend } from './command-api/custom-events.ts';
 import { customEventLinkCommands, customEventLinkRedemption } from './command-api/custom-event-links.ts';
 import { variableConfigCommands } from './command-api/variable-configs.ts';
-import { ApiTokens, requireApiToken } from './infra/auth.ts';
+import { ApiTokens, proveTokenBeforeErrors, requireApiToken } from './infra/auth.ts';
 import type { Config } from './infra/config.ts';
 import { inBackground, openPostgres, waitForPostgres, withTableTypes, type Database } from './infra/database.ts';
 import { openEmbeddedPostgres, type EmbeddedPostgres } from './infra/embedded-postgres.ts';
@@ -229,12 +229,13 @@ function composeApp(ctx: CommandContext, redis: Redis | null, metrics: Metrics, 
       mount,
       family.description.router(),
       refuseBlockedAddresses,
-      requireApiToken(tokens, family.description.family, checkAddressBeforeTokenRead),
+      requireApiToken(tokens, family.description.family, checkAddressBeforeTokenRead, family === admin ? tokenCheckedByAppend : undefined),
       limitApiToken,
       dispatchByFirstSegment(family.routes),
     );
   }
   app.use(unknownRoute);
+  app.use(proveTokenBeforeErrors);
   app.use(rateLimits.countFailedAuthentication);
   app.use(errorHandler);
   return app;

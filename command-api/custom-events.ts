@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type Request } from 'express';
 import { z } from 'zod';
 import {
   CUSTOM_EVENT_BATCH_MAX,
@@ -11,6 +11,7 @@ import {
 import { jsonProblems } from '../infra/http/accepted-input.ts';
 import { errorBodySchema, type ApiDescription } from '../api/api-description.ts';
 import { badRequest, zodIssues } from '../infra/http/errors.ts';
+import { answerCheckedByAppend } from '../infra/auth.ts';
 import { parse, setEventPosition } from '../api/routes.ts';
 import type { ServiceContext } from '../api/context.ts';
 import { logCustomEvent, logCustomEventBatch, type BatchedCustomEvent } from './log-custom-event.ts';
@@ -34,6 +35,14 @@ function batchedEvent(item: unknown): BatchedCustomEvent {
  * a pool connection past its 1 s limit (503s); with 4 at once neither happens (bench/write-path.ts).
  */
 const BATCHES_AT_ONCE = 4;
+
+/**
+ * The requests whose API token their append checks (infra/auth.ts `requireApiToken`): this file's two routes,
+ * which answer through `answerCheckedByAppend`. Relative to the admin API's mount.
+ */
+export function tokenCheckedByAppend(req: Request): boolean {
+  return req.method === 'POST' && (req.path === '/events/custom' || req.path === '/events/custom/batch');
+}
 
 export function customEventCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
@@ -76,7 +85,7 @@ export function customEventCommands(ctx: ServiceContext, admin: ApiDescription):
     },
     async (req, res) => {
       const body = parse(logCustomEventBody, req.body);
-      respondHandled(res, await logCustomEvent(ctx, callerOf(req, res), body, headerIdempotency(req, res)));
+      respondHandled(res, await answerCheckedByAppend(res, () => logCustomEvent(ctx, callerOf(req, res), body, headerIdempotency(req, res))));
     },
   );
 
@@ -107,7 +116,9 @@ export function customEventCommands(ctx: ServiceContext, admin: ApiDescription):
       if (!Array.isArray(items) || items.length < 1 || items.length > CUSTOM_EVENT_BATCH_MAX) {
         throw badRequest([{ message: `body: must be an array of 1 to ${CUSTOM_EVENT_BATCH_MAX} custom events`, path: [] }]);
       }
-      const { results, position } = await batchSlots.run(() => logCustomEventBatch(ctx, callerOf(req, res), items.map(batchedEvent)));
+      const { results, position } = await batchSlots.run(() =>
+        answerCheckedByAppend(res, () => logCustomEventBatch(ctx, callerOf(req, res), items.map(batchedEvent))),
+      );
       setEventPosition(res, position);
       res.status(200).json(results);
     },

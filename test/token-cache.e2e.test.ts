@@ -110,4 +110,45 @@ describe('token cache across processes', () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   });
+  it("proves a custom event's cached token in the event's own append: no counter read, and a revocation not heard of yet still refuses it", async () => {
+    const { token, tokenId } = await a.issueToken({ organisationId, name: 'checked by append', families: ['admin'] });
+    const community = await a.request('POST', '/api/v2/admin/communities', { ...asToken(token), body: { name: 'Checked by append' } });
+    expect(community.status).toBe(201);
+    await bCaches(token);
+    let counterReads = 0;
+    b.database.observeStatements((purpose) => {
+      if (purpose === 'auth-version') counterReads++;
+    });
+    const run = Date.now().toString(36);
+    const logOnB = (nonce: string) =>
+      bRequest('POST', '/api/v2/admin/events/custom', {
+        ...asToken(token),
+        body: { eventName: 'visit', userId: `append-${run}`, communityId: community.body.id, autoCreateUser: true, payload: {}, nonce: `${run}-${nonce}` },
+      });
+    const logged = async () =>
+      (
+        await sql<{ nonce: string }>`select data ->> 'nonce' as nonce from es_events
+          where event_type = 'CustomEventLogged' and data ->> 'nonce' like ${`${run}-%`} order by global_position`.execute(a.service.database.db)
+      ).rows.map((row) => row.nonce);
+
+    for (const nonce of ['one', 'two', 'three']) expect((await logOnB(nonce)).status).toBe(200);
+    expect(counterReads).toBe(0);
+
+    // A change of the organisations' tenancy committed but not announced yet (as between its commit and the
+    // delivery of its NOTIFY): the append refuses, the token is judged again from the database, and the event
+    // is logged, once.
+    await sql`update public.tenancy_version set version = version + 1`.execute(a.service.database.db);
+    expect((await logOnB('four')).status).toBe(200);
+    expect(counterReads).toBeGreaterThan(0);
+
+    // A revocation B has not heard of either: refused all the same, and nothing logged.
+    await a.service.database.db.transaction().execute(async (trx) => {
+      await sql`update public.api_tokens set revoked_at = now() where id = ${tokenId}`.execute(trx);
+      await sql`update public.tenancy_version set version = version + 1`.execute(trx);
+    });
+    const refused = await logOnB('five');
+    expect(refused.status).toBe(401);
+    expect(refused.body).toMatchObject({ code: 'UNAUTHORIZED' });
+    expect(await logged()).toEqual(['one', 'two', 'three', 'four'].map((nonce) => `${run}-${nonce}`));
+  });
 });

@@ -39,6 +39,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from './port.ts';
+import { pendingAppendGuard } from './append-guard.ts';
 
 /** Nothing tells this process about other processes' appends: they are seen at the next poll. */
 const POLL_INTERVAL_MS = 200;
@@ -72,6 +73,8 @@ export class KurrentDbEventStore implements EventStore {
   }
 
   async appendMultiple(unprepared: StreamAppend[]): Promise<AppendResult[]> {
+    // This store cannot check a request's append guard in the write: it is proven first (append-guard.ts).
+    await pendingAppendGuard()?.check();
     const appends = withEventIds(unprepared);
     const known = await this.alreadyAppended(appends);
     if (known) return known;

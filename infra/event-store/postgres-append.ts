@@ -1,4 +1,5 @@
-import { sql, type Kysely, type Migration } from 'kysely';
+import { sql, type Kysely, type Migration, type RawBuilder } from 'kysely';
+import { guardFilter, type AppendGuard } from './append-guard.ts';
 import { EventIdConflictError, WrongExpectedRevisionError, formatPosition, type AppendResult, type StreamAppend } from './port.ts';
 
 /**
@@ -180,11 +181,18 @@ export type UnitOutcome = { results: AppendResult[] } | { error: Error };
  * tells each unit's outcome. A failure of the statement itself (a deadlock, a concurrent append of the same
  * ids) throws: the caller decides whether to retry the units one by one.
  */
-export async function appendUnits(db: Kysely<any>, units: StreamAppend[][], lock: readonly [number, number]): Promise<UnitOutcome[]> {
+export async function appendUnits(
+  db: Kysely<any>,
+  units: StreamAppend[][],
+  lock: readonly [number, number],
+  guards: readonly (AppendGuard | undefined)[] = [],
+): Promise<UnitOutcome[]> {
+  // The units' guards (append-guard.ts), checked on the statement's answer rows: one that fails rolls it back.
+  const filter = guardFilter(guards);
   if (units.length === 1 && units[0]!.length === 1) {
     // Alone: the plain statement, cheaper than the function; a failed expectation or a known id is answered by
     // the function, which tells a replay from a conflict and reads the actual revision.
-    const result = await appendOne(db, units[0]![0]!, lock).catch((error: unknown) => {
+    const result = await appendOne(db, units[0]![0]!, lock, filter).catch((error: unknown) => {
       if (isEventIdViolation(error)) return null;
       throw error;
     });
@@ -221,7 +229,8 @@ export async function appendUnits(db: Kysely<any>, units: StreamAppend[][], lock
   }
   const rows = (
     await sql<AppendRow>`/* engage:append */ select * from es_append(${unit}::int[], ${stream}::text[], ${kind}::text[], ${expected}::bigint[], ${count}::int[],
-      ${eventSa}::int[], ${eventId}::uuid[], ${eventType}::text[], ${data}::jsonb[], ${metadata}::jsonb[], ${offset}::int[])`.execute(db)
+      ${eventSa}::int[], ${eventId}::uuid[], ${eventType}::text[], ${data}::jsonb[], ${metadata}::jsonb[], ${offset}::int[])
+      ${filter ? sql`where ${filter}` : sql``}`.execute(db)
   ).rows;
   const outcomes: UnitOutcome[] = [];
   let row = 0;
@@ -237,7 +246,12 @@ export async function appendUnits(db: Kysely<any>, units: StreamAppend[][], lock
  * One stream's append in one plain statement (its own transaction): announce, claim the revisions, insert the
  * events. Null when the expectation did not hold.
  */
-async function appendOne(db: Kysely<any>, append: StreamAppend, lock: readonly [number, number]): Promise<AppendResult | null> {
+async function appendOne(
+  db: Kysely<any>,
+  append: StreamAppend,
+  lock: readonly [number, number],
+  filter: RawBuilder<boolean> | null,
+): Promise<AppendResult | null> {
   const count = append.events.length.toString();
   const expected = append.expectedRevision ?? 'any';
   // Every claim reads from `announced`, so the lock is taken before the statement's first write (its xid).
@@ -267,7 +281,7 @@ async function appendOne(db: Kysely<any>, append: StreamAppend, lock: readonly [
     ),
     last as (select transaction_id, global_position from inserted order by global_position desc limit 1)
     select claimed.revision, last.transaction_id::text as transaction_id, last.global_position
-    from claimed cross join last`.execute(db)
+    from claimed cross join last ${filter ? sql`where ${filter}` : sql``}`.execute(db)
   ).rows[0];
   if (!row) return null;
   return {
@@ -301,6 +315,7 @@ const MAX_EVENTS = 2000;
 
 interface Waiting {
   appends: StreamAppend[];
+  guard: AppendGuard | undefined;
   ids: string[];
   resolve(results: AppendResult[]): void;
   reject(error: Error): void;
@@ -331,14 +346,15 @@ export class GroupCommit {
   private stallCheck: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
-    private readonly run: (units: StreamAppend[][]) => Promise<UnitOutcome[]>,
+    private readonly run: (units: StreamAppend[][], guards: (AppendGuard | undefined)[]) => Promise<UnitOutcome[]>,
     private readonly maxInFlight: number,
     private readonly stalledAfterMs = 25,
   ) {}
 
-  submit(appends: StreamAppend[]): Promise<AppendResult[]> {
+  /** `guard`: the append commits only if it holds (append-guard.ts). */
+  submit(appends: StreamAppend[], guard?: AppendGuard): Promise<AppendResult[]> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ appends, ids: appends.flatMap((append) => append.events.map((event) => event.id!)), resolve, reject });
+      this.queue.push({ appends, guard, ids: appends.flatMap((append) => append.events.map((event) => event.id!)), resolve, reject });
       this.pump();
     });
   }
@@ -405,7 +421,10 @@ export class GroupCommit {
     if (batch.length === 1) return this.alone(batch[0]!);
     let outcomes: UnitOutcome[];
     try {
-      outcomes = await this.run(batch.map((waiting) => waiting.appends));
+      outcomes = await this.run(
+        batch.map((waiting) => waiting.appends),
+        batch.map((waiting) => waiting.guard),
+      );
     } catch (error) {
       if (!isOneUnitsMaking(error)) {
         for (const waiting of batch) waiting.reject(error as Error);
@@ -421,7 +440,7 @@ export class GroupCommit {
   private async alone(waiting: Waiting): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        const [outcome] = await this.run([waiting.appends]);
+        const [outcome] = await this.run([waiting.appends], [waiting.guard]);
         return settle(waiting, outcome!);
       } catch (error) {
         if (attempt < 3 && isRetryable(error)) continue;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Migration, type RawBuilder } from 'kysely';
 import type { Database } from '../database.ts';
 import { AppendSignal, pollingSubscription } from './polling-subscription.ts';
+import { APPEND_GUARD_MIGRATION, AppendGuardError, isAppendGuardFailure, pendingAppendGuard } from './append-guard.ts';
 import { APPEND_BY_INDEX_MIGRATION, APPEND_FUNCTION_MIGRATION, GroupCommit, appendUnits } from './postgres-append.ts';
 import {
   EventIdConflictError,
@@ -152,6 +153,7 @@ export const eventStoreMigrations: Record<string, Migration> = {
     },
   },
   '0006_append_by_index': APPEND_BY_INDEX_MIGRATION,
+  '0007_append_guard': APPEND_GUARD_MIGRATION,
 };
 
 export interface PostgresEventStoreOptions {
@@ -194,7 +196,11 @@ export class PostgresEventStore implements EventStore {
     private readonly database: Database,
     options: PostgresEventStoreOptions = {},
   ) {
-    this.commits = new GroupCommit((units) => appendUnits(this.db, units, APPENDER_LOCK), options.maxConcurrentAppends ?? 4, options.appendStalledAfterMs);
+    this.commits = new GroupCommit(
+      (units, guards) => appendUnits(this.db, units, APPENDER_LOCK, guards),
+      options.maxConcurrentAppends ?? 4,
+      options.appendStalledAfterMs,
+    );
   }
 
   private get db(): Kysely<any> {
@@ -210,12 +216,26 @@ export class PostgresEventStore implements EventStore {
    * One round trip (`es_append`), shared with the appends of this process that wait for a turn (group commit,
    * see `GroupCommit`). An append with a stream of no events (a pure expectation check) takes the transaction
    * path, which answers it with the stream's last position.
+   *
+   * The request's append guard (append-guard.ts), while it is not proven, goes with the statement: it commits
+   * only if the guard holds, and then the guard is proven. The transaction path checks it first instead.
    */
   async appendMultiple(appends: StreamAppend[]): Promise<AppendResult[]> {
     if (appends.length === 0) return [];
     const prepared = withEventIds(appends);
-    if (prepared.some((append) => append.events.length === 0)) return this.appendInOwnTransaction(prepared);
-    const results = await this.commits.submit(prepared);
+    const guard = pendingAppendGuard();
+    if (prepared.some((append) => append.events.length === 0)) {
+      await guard?.check();
+      return this.appendInOwnTransaction(prepared);
+    }
+    let results: AppendResult[];
+    try {
+      results = await this.commits.submit(prepared, guard);
+    } catch (error) {
+      if (guard && isAppendGuardFailure(error)) throw new AppendGuardError(guard.key);
+      throw error;
+    }
+    guard?.committed();
     this.announce();
     return results;
   }
@@ -243,6 +263,7 @@ export class PostgresEventStore implements EventStore {
    * hold a transaction open). The caller commits; subscribers wake on the NOTIFY sent at commit.
    */
   async appendInTransaction(trx: Kysely<any>, unprepared: StreamAppend[], options: { notify?: boolean; announced?: boolean } = {}): Promise<AppendResult[]> {
+    await pendingAppendGuard()?.check();
     // `announced`: the caller's transaction took `announcement` in its first statement.
     if (!options.announced) await this.announceAppender(trx);
     const appends = withEventIds(unprepared);
