@@ -254,8 +254,11 @@ class GuardedSession implements PostgresPoolClient {
     const broken = this.failed.get(this.client);
     if (broken) return Promise.reject(broken);
     this.count(text);
-    // pg's result is what Kysely reads (its `command` typed as a plain string there).
-    const answer = this.client.query<R & pg.QueryResultRow>(text, [...params]) as Promise<unknown> as Promise<PostgresQueryResult<R>>;
+    // pg's result is what Kysely reads (its `command` typed as a plain string there). A query of several
+    // statements (no parameters: one simple-protocol message, one round trip) answers as its last one.
+    const answer = this.client
+      .query<R & pg.QueryResultRow>(text, [...params])
+      .then((result: unknown) => (Array.isArray(result) ? (result.at(-1) as unknown) : result)) as Promise<PostgresQueryResult<R>>;
     return settleWithin(answer, this.answerMs, () => (this.failure = new DatabaseTimeoutError(this.answerMs)));
   }
 

@@ -489,4 +489,23 @@ describe('projector runtime on PostgreSQL, across processes and sessions', () =>
       delete (store as { announceAppender?: unknown }).announceAppender;
     }
   });
+  it("begins each batch's transaction in its checkpoint's statement: a checkpoint and a commit per batch, no BEGIN of its own", async () => {
+    const purposes = new Map<string, number>();
+    let observing = false;
+    test.database.observeStatements((purpose) => {
+      if (observing) purposes.set(purpose, (purposes.get(purpose) ?? 0) + 1);
+    });
+    let batches = 0;
+    const projector = runner(test, store, { batchSize: 5, onBatchApplied: () => void batches++ });
+    observing = true;
+    await projector.start();
+    await appendTally(store, 6, 5);
+    await waitUntil(() => caughtUp(test, store), 20_000, 'projection to catch up');
+    await projector.stop();
+    observing = false;
+    expect(batches).toBeGreaterThan(0);
+    expect(purposes.get('checkpoint')).toBe(batches);
+    // The batches' COMMITs, and no other transaction statement.
+    expect(purposes.get('transaction')).toBe(batches);
+  });
 });

@@ -13,6 +13,9 @@ import type { LogPage, LogReader, SharedLog } from './shared-log.ts';
 import { backoff, isTransient, sleep } from './transient.ts';
 import type { Slots } from '../../infra/slots.ts';
 
+/** A value `begin` writes into its statement as a quoted literal: nothing in it needs escaping. */
+const PLAIN_LITERAL = /^[A-Za-z0-9_.:\/-]*$/;
+
 export interface WorkerOptions {
   /** How long a consumer at the head sleeps without a wake-up before it looks again (a wake-up is a hint). */
   idlePollMs?: number;
@@ -417,14 +420,48 @@ export class GenerationWorker {
     work: (trx: UntypedDb, context: BatchContext) => Promise<void>,
     events: RecordedEvent[],
   ): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
-      const store = this.deps.store;
-      // A process manager announces itself in the checkpoint's statement, the transaction's first.
-      const announce = this.consumer.kind === 'process-manager' && store instanceof PostgresEventStore ? store.announcement : null;
-      await this.advance(trx, from, to, this.consumer.kind === 'projection', announce);
-      await work(trx, this.contextFor(trx));
-      await this.deps.options.onBatchApplied?.(this.consumer.name, this.generation, { events, checkpoint: to, caughtUp: false });
+    const store = this.deps.store;
+    // A process manager announces itself in the checkpoint's statement, the transaction's first.
+    const announce = this.consumer.kind === 'process-manager' && store instanceof PostgresEventStore ? store.announcement : null;
+    await this.db.connection().execute(async (trx) => {
+      try {
+        await this.begin(trx, from, to, this.consumer.kind === 'projection', announce);
+        await work(trx, this.contextFor(trx));
+        await this.deps.options.onBatchApplied?.(this.consumer.name, this.generation, { events, checkpoint: to, caughtUp: false });
+        await sql`commit`.execute(trx);
+      } catch (error) {
+        // The session goes back to the pool outside any transaction (after a failed COMMIT there is none).
+        await sql`rollback`.execute(trx).catch(() => undefined);
+        throw error;
+      }
     });
+  }
+
+  /**
+   * BEGIN and the checkpoint's compare-and-set (`advance`) in one round trip: one simple-protocol message of
+   * both statements (answered as the update), with its values written in as literals. They are positions, the
+   * consumer's name and its generation, written in only when they need no escaping; else (never, today) BEGIN
+   * goes on its own first. A round trip fewer for every batch of every read model and process manager.
+   */
+  private async begin(trx: UntypedDb, from: Position | null, to: Position | null, relaxedCommit: boolean, announce: RawBuilder<unknown> | null): Promise<void> {
+    const announcement = announce?.compile(trx);
+    const plain = (value: string | null) => value === null || PLAIN_LITERAL.test(value);
+    if (!plain(from) || !plain(to) || !plain(this.consumer.name) || !Number.isSafeInteger(this.generation) || (announcement?.parameters.length ?? 0) > 0) {
+      await sql`begin`.execute(trx);
+      return this.advance(trx, from, to, relaxedCommit, announce);
+    }
+    const literal = (value: string | null) => (value === null ? 'null' : `'${value}'`);
+    const reads = [...(relaxedCommit ? [`(select set_config('synchronous_commit', 'off', true)) as relaxed`] : []), ...(announcement ? ['announced'] : [])];
+    const result = await sql
+      .raw(
+        `/* engage:checkpoint */ begin; ${announcement ? `with announced as materialized (select ${announcement.sql}) ` : ''}` +
+          `update projection_generations set checkpoint = ${literal(to)}, updated_at = now(), last_error = null ` +
+          `${reads.length > 0 ? `from ${reads.join(', ')} ` : ''}` +
+          `where name = ${literal(this.consumer.name)} and generation = ${this.generation} and status <> 'retired' ` +
+          `and checkpoint is not distinct from ${literal(from)}`,
+      )
+      .execute(trx);
+    if (Number(result.numAffectedRows ?? 0) !== 1) throw new StaleCheckpoint();
   }
 
   private contextFor(trx: UntypedDb): BatchContext {
