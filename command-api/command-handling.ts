@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { DomainError, type Decider, type DomainEvent } from '../domain/decider.ts';
 import { badRequest, conflict, HttpError } from '../infra/http/errors.ts';
 import { inSpan } from '../infra/tracing.ts';
+import { AppendGuardError } from '../infra/event-store/append-guard.ts';
 import {
   WrongExpectedRevisionError,
   type AppendResult,
@@ -378,6 +379,8 @@ export async function handleCommandBatch(store: EventStore, commands: BatchComma
     try {
       outcomes[index] = { handled: await commands[index]!.alone() };
     } catch (error) {
+      // The request's token check refused the append (infra/auth.ts): the whole request is judged again.
+      if (error instanceof AppendGuardError) throw error;
       outcomes[index] = { error };
     }
   }
