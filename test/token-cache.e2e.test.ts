@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../infra/config.ts';
+import { TENANCY_CHANNEL } from '../infra/tenancy-channel.ts';
 import { openService, type Service } from '../service.ts';
 import { httpClient } from './support/http.ts';
 import { PLATFORM_DOMAIN, startTestService, type TestService } from './support/service.ts';
@@ -52,6 +53,8 @@ describe('token cache across processes', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
+  /** Announces the tenancy counter's current value, as the organisations read model does with each change it commits. */
+  const announceTenancy = () => sql`select pg_notify(${TENANCY_CHANNEL}, version::text) from public.tenancy_version`.execute(a.service.database.db);
   const asToken = (token: string) => ({ host: domain, headers: { 'x-api-token': token } });
   const tokenReads = async () => (await b.metrics.databaseStatements.get()).values.find((value) => value.labels.purpose === 'auth')?.value ?? 0;
   /** B's LISTEN connection is in place and has read the tenancy counter: requests may be answered from its cache. */
@@ -150,5 +153,28 @@ describe('token cache across processes', () => {
     expect(refused.status).toBe(401);
     expect(refused.body).toMatchObject({ code: 'UNAUTHORIZED' });
     expect(await logged()).toEqual(['one', 'two', 'three', 'four'].map((nonce) => `${run}-${nonce}`));
+
+    // B hears of the counter's value now (as the changes' own announcements would have told it), and caches again.
+    await announceTenancy();
+    // The batch route likewise, with a token revoked that B has not heard of.
+    const other = await a.issueToken({ organisationId, name: 'checked by append, batch', families: ['admin'] });
+    await bCaches(other.token);
+    const batchOnB = (nonce: string) =>
+      bRequest('POST', '/api/v2/admin/events/custom/batch', {
+        ...asToken(other.token),
+        body: [{ eventName: 'visit', userId: `append-${run}`, communityId: community.body.id, payload: {}, nonce: `${run}-${nonce}` }],
+      });
+    const reads = counterReads;
+    const batched = await batchOnB('six');
+    expect(batched.status).toBe(200);
+    expect(batched.body).toMatchObject([{ status: 200 }]);
+    expect(counterReads).toBe(reads);
+    await a.service.database.db.transaction().execute(async (trx) => {
+      await sql`update public.api_tokens set revoked_at = now() where id = ${other.tokenId}`.execute(trx);
+      await sql`update public.tenancy_version set version = version + 1`.execute(trx);
+    });
+    expect((await batchOnB('seven')).status).toBe(401);
+    expect(await logged()).toEqual(['one', 'two', 'three', 'four', 'six'].map((nonce) => `${run}-${nonce}`));
+    await announceTenancy();
   });
 });
