@@ -21,12 +21,7 @@ describe('rate limits on Redis: concurrent counts of one token', () => {
   let redis: Redis;
 
   beforeAll(async () => {
-    limits = await RateLimits.open({
-      redisUrl,
-      keyPrefix,
-      defaults: { windowSeconds: WINDOW, apiTokenRequests: LIMIT, userTokenRequests: LIMIT, failedAuthentications: 3 },
-      logger: pino({ level: 'silent' }),
-    });
+    limits = await openLimits(keyPrefix, LIMIT);
     redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 2000 });
   });
   afterAll(async () => {
@@ -55,12 +50,7 @@ describe('rate limits on Redis: places taken ahead under a steady load', () => {
   let scripts = 0;
 
   beforeAll(async () => {
-    limits = await RateLimits.open({
-      redisUrl,
-      keyPrefix,
-      defaults: { windowSeconds: WINDOW, apiTokenRequests: limit, userTokenRequests: limit, failedAuthentications: 3 },
-      logger: pino({ level: 'silent' }),
-    });
+    limits = await openLimits(keyPrefix, limit);
     // The count's round trips to Redis, counted on the limiter's own connection (a private field: what is
     // measured here is how often the process goes to Redis, which nothing outside it shows).
     const connection = (limits as unknown as { redis: Record<string, (...args: unknown[]) => Promise<unknown>> }).redis;
@@ -96,6 +86,15 @@ describe('rate limits on Redis: places taken ahead under a steady load', () => {
     expect(passed.length).toBeGreaterThan(limit / 2);
   });
 });
+
+function openLimits(keyPrefix: string, limit: number): Promise<RateLimits> {
+  return RateLimits.open({
+    redisUrl,
+    keyPrefix,
+    defaults: { windowSeconds: WINDOW, apiTokenRequests: limit, userTokenRequests: limit, failedAuthentications: 3 },
+    logger: pino({ level: 'silent' }),
+  });
+}
 
 /** One request through `limitApiToken`: the remaining count it was shown, or the status it was refused with. */
 function throughLimit(limits: RateLimits, tokenId: string): Promise<{ remaining?: number; refused?: number }> {
