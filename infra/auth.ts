@@ -236,10 +236,9 @@ export function requireApiToken(
     if (checkedByAppend?.(req)) {
       const cached = tokens.cached(secretHash);
       // Only a token the cache holds as valid: any other goes the ordinary way, to its ordinary answer.
-      const tenant = cached && refusalOf(cached.row, hostname, family) === null ? tenantFrom(cached.row) : null;
-      if (cached && tenant) {
+      if (cached && refusalOf(cached.row, hostname, family) === null) {
         const check = new TokenCheck(tokens, secretHash, hostname, family, cached.heard);
-        res.locals.tenant = tenant;
+        res.locals.tenant = tenantFrom(cached.row);
         res.locals[TOKEN_CHECK] = check;
         // The rest of the request sees the check as its appends' guard (infra/event-store/append-guard.ts).
         appendGuards.run(check, next);

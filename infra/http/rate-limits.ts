@@ -207,8 +207,8 @@ export class RateLimits {
   private countTogether(address: string, key: string, windowSeconds: number, failedLimit: number, limit: number): Promise<[number, number, number]> {
     const pair = `${address}\n${key}`;
     const now = Date.now();
-    const ahead = this.aheadOf(pair, now);
-    if (ahead.next <= ahead.last && now < ahead.until) return Promise.resolve([0, ahead.next++, ahead.windowEndsAt - now]);
+    const taken = placeAhead(this.aheadOf(pair, now), now);
+    if (taken) return Promise.resolve(taken);
     return new Promise((resolve, reject) => {
       const queue = this.coalesced.get(pair);
       if (queue) return void queue.push({ resolve, reject });
@@ -237,7 +237,8 @@ export class RateLimits {
   private sendCounts(pair: string, address: string, key: string, windowSeconds: number, failedLimit: number, limit: number, counts: CountWaiting[]): void {
     const command = (this.redis as Redis & CountCommand)[ADDRESS_AND_COUNT].bind(this.redis);
     const ahead = this.ahead.get(pair);
-    const left = ahead?.lastUsed === null || ahead?.lastUsed === undefined ? 0 : limit - ahead.lastUsed - counts.length;
+    const lastUsed = ahead?.lastUsed ?? null;
+    const left = lastUsed === null ? 0 : limit - lastUsed - counts.length;
     const extra = ahead ? Math.max(0, Math.min(MAX_AHEAD, Math.floor((ahead.previousCount + ahead.bucketCount) / 4), Math.floor(left / 2))) : 0;
     command(address, key, windowSeconds, failedLimit, counts.length + extra).then(
       ([blocked, used, ttl]) => {
@@ -253,8 +254,8 @@ export class RateLimits {
         // The counts that waited meanwhile take the places just taken ahead first; the rest go to Redis.
         const next: CountWaiting[] = [];
         for (const count of this.coalesced.get(pair) ?? []) {
-          const now = Date.now();
-          if (ahead && ahead.next <= ahead.last && now < ahead.until) count.resolve([0, ahead.next++, ahead.windowEndsAt - now]);
+          const taken = ahead && placeAhead(ahead, Date.now());
+          if (taken) count.resolve(taken);
           else next.push(count);
         }
         if (next.length === 0) return void this.coalesced.delete(pair);
@@ -335,6 +336,11 @@ interface Ahead {
   bucketStart: number;
   bucketCount: number;
   previousCount: number;
+}
+
+/** The next place taken ahead, as a count's answer (not blocked, used, ttl ms); null when none is left or they expired. */
+function placeAhead(ahead: Ahead, now: number): [number, number, number] | null {
+  return ahead.next <= ahead.last && now < ahead.until ? [0, ahead.next++, ahead.windowEndsAt - now] : null;
 }
 
 /** How long places taken ahead may be used, and how many may be taken at once. */

@@ -13,9 +13,6 @@ import type { LogPage, LogReader, SharedLog } from './shared-log.ts';
 import { backoff, isTransient, sleep } from './transient.ts';
 import type { Slots } from '../../infra/slots.ts';
 
-/** A value `begin` writes into its statement as a quoted literal: nothing in it needs escaping. */
-const PLAIN_LITERAL = /^[A-Za-z0-9_.:\/-]*$/;
-
 export interface WorkerOptions {
   /** How long a consumer at the head sleeps without a wake-up before it looks again (a wake-up is a hint). */
   idlePollMs?: number;
@@ -425,7 +422,7 @@ export class GenerationWorker {
     const announce = this.consumer.kind === 'process-manager' && store instanceof PostgresEventStore ? store.announcement : null;
     await this.db.connection().execute(async (trx) => {
       try {
-        await this.begin(trx, from, to, this.consumer.kind === 'projection', announce);
+        await this.advance(trx, from, to, { begin: true, relaxedCommit: this.consumer.kind === 'projection', announce });
         await work(trx, this.contextFor(trx));
         await this.deps.options.onBatchApplied?.(this.consumer.name, this.generation, { events, checkpoint: to, caughtUp: false });
         await sql`commit`.execute(trx);
@@ -435,33 +432,6 @@ export class GenerationWorker {
         throw error;
       }
     });
-  }
-
-  /**
-   * BEGIN and the checkpoint's compare-and-set (`advance`) in one round trip: one simple-protocol message of
-   * both statements (answered as the update), with its values written in as literals. They are positions, the
-   * consumer's name and its generation, written in only when they need no escaping; else (never, today) BEGIN
-   * goes on its own first. A round trip fewer for every batch of every read model and process manager.
-   */
-  private async begin(trx: UntypedDb, from: Position | null, to: Position | null, relaxedCommit: boolean, announce: RawBuilder<unknown> | null): Promise<void> {
-    const announcement = announce?.compile(trx);
-    const plain = (value: string | null) => value === null || PLAIN_LITERAL.test(value);
-    if (!plain(from) || !plain(to) || !plain(this.consumer.name) || !Number.isSafeInteger(this.generation) || (announcement?.parameters.length ?? 0) > 0) {
-      await sql`begin`.execute(trx);
-      return this.advance(trx, from, to, relaxedCommit, announce);
-    }
-    const literal = (value: string | null) => (value === null ? 'null' : `'${value}'`);
-    const reads = [...(relaxedCommit ? [`(select set_config('synchronous_commit', 'off', true)) as relaxed`] : []), ...(announcement ? ['announced'] : [])];
-    const result = await sql
-      .raw(
-        `/* engage:checkpoint */ begin; ${announcement ? `with announced as materialized (select ${announcement.sql}) ` : ''}` +
-          `update projection_generations set checkpoint = ${literal(to)}, updated_at = now(), last_error = null ` +
-          `${reads.length > 0 ? `from ${reads.join(', ')} ` : ''}` +
-          `where name = ${literal(this.consumer.name)} and generation = ${this.generation} and status <> 'retired' ` +
-          `and checkpoint is not distinct from ${literal(from)}`,
-      )
-      .execute(trx);
-    if (Number(result.numAffectedRows ?? 0) !== 1) throw new StaleCheckpoint();
   }
 
   private contextFor(trx: UntypedDb): BatchContext {
@@ -502,13 +472,13 @@ export class GenerationWorker {
       }
       checkpoint = event.position;
     }
-    if (checkpoint !== to) await this.db.transaction().execute((trx) => this.advance(trx, checkpoint, to, false));
+    if (checkpoint !== to) await this.db.transaction().execute((trx) => this.advance(trx, checkpoint, to));
   }
 
   private async park(event: RecordedEvent, from: Position | null, error: unknown, attempts: number): Promise<void> {
     this.log.error({ err: error, eventId: event.id, eventType: event.type, stream: event.stream }, 'event parked after repeated failures');
     await this.db.transaction().execute(async (trx) => {
-      await this.advance(trx, from, event.position, false);
+      await this.advance(trx, from, event.position);
       await runtimeDb(trx)
         .insertInto('projection_parked')
         .values({
@@ -529,22 +499,25 @@ export class GenerationWorker {
    * The checkpoint's compare-and-set. A read model's batch commits without waiting for the disk (`relaxedCommit`);
    * `announce` (a process manager's appender announcement, `PostgresEventStore.announcement`) is taken in a
    * materialized CTE the update reads, so before its write gives the transaction an id: this must be the
-   * transaction's first statement then.
+   * transaction's first statement then. `begin`: BEGIN goes with it, in one round trip (one simple-protocol
+   * message of both statements, answered as the update), so its values are written in as literals, which Kysely
+   * quotes: a round trip fewer for every batch of every read model and process manager.
    */
   private async advance(
     trx: UntypedDb,
     from: Position | null,
     to: Position | null,
-    relaxedCommit: boolean,
-    announce: RawBuilder<unknown> | null = null,
+    options: { begin?: boolean; relaxedCommit?: boolean; announce?: RawBuilder<unknown> | null } = {},
   ): Promise<void> {
+    const { begin = false, relaxedCommit = false, announce = null } = options;
+    const value = (given: string | number | null) => (begin ? sql.lit(given) : sql`${given}`);
     const reads = [...(relaxedCommit ? [sql`(select set_config('synchronous_commit', 'off', true)) as relaxed`] : []), ...(announce ? [sql`announced`] : [])];
-    const result = await sql`
+    const result = await sql`${begin ? sql`/* engage:checkpoint */ begin;` : sql``}
       ${announce ? sql`with announced as materialized (select ${announce})` : sql``}
-      update projection_generations set checkpoint = ${to}, updated_at = now(), last_error = null
+      update projection_generations set checkpoint = ${value(to)}, updated_at = now(), last_error = null
       ${reads.length > 0 ? sql`from ${sql.join(reads)}` : sql``}
-      where name = ${this.consumer.name} and generation = ${this.generation} and status <> 'retired'
-        and checkpoint is not distinct from ${from}`.execute(trx);
+      where name = ${value(this.consumer.name)} and generation = ${value(this.generation)} and status <> 'retired'
+        and checkpoint is not distinct from ${value(from)}`.execute(trx);
     if (Number(result.numAffectedRows ?? 0) !== 1) throw new StaleCheckpoint();
   }
 
@@ -568,7 +541,7 @@ export class GenerationWorker {
       async (trx, from, to) => {
         const gap = await store.readAll({ after: from, until: to, limit: 5000 });
         if (gap.checkpoint !== to) return false;
-        await this.advance(trx, from, to, false);
+        await this.advance(trx, from, to);
         const events = gap.events.filter((event) => this.consumer.canHandle.has(event.type));
         if (events.length > 0) await this.consumer.apply(trx.withSchema(this.schema), events, this.contextFor(trx));
         this.checkpoint = to;
