@@ -4,7 +4,7 @@ import { parse } from '../api/routes.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { projections } from '../projectors/index.ts';
 import { prepareProjections, projectionStatus } from '../projectors/runtime/index.ts';
-import { listParked, rebuildProgress, requestRebuild, retryParked, skipParked } from '../projectors/maintenance.ts';
+import { listParked, rebuildProgress, rebuildStatus, requestRebuild, retryParked, skipParked } from '../projectors/maintenance.ts';
 import {
   countLog,
   countLogInput,
@@ -26,6 +26,8 @@ interface ConsoleOperation<Schema extends z.ZodType, Result> {
   input: Schema;
   run(ctx: CommandContext, input: z.infer<Schema>, metadata: EventMetadata): Promise<Result>;
 }
+
+const rebuildTargets = z.object({ targets: z.array(z.object({ name: z.string(), generation: z.number().int() })).min(1) });
 
 const operation = <Schema extends z.ZodType, Result>(op: ConsoleOperation<Schema, Result>) => op;
 
@@ -63,9 +65,11 @@ export const consoleOperations = {
     },
   }),
   'projections.progress': operation({
-    input: z.object({ targets: z.array(z.object({ name: z.string(), generation: z.number().int() })).min(1) }),
+    input: rebuildTargets,
     run: (ctx, input) => rebuildProgress(ctx.database.db, ctx.store, input.targets),
   }),
+  /** `projections.progress` without counting the log: whether each generation is live yet. */
+  'projections.rebuild-status': operation({ input: rebuildTargets, run: (ctx, input) => rebuildStatus(ctx.database.db, input.targets) }),
   'projections.parked.list': operation({
     input: z.object({ name: z.string().optional(), limit: z.number().int().min(1).max(10_000).default(1000) }),
     run: (ctx, input) => listParked(ctx.database.db, input),

@@ -5,7 +5,7 @@ import { MultiBar, Presets, SingleBar } from 'cli-progress';
 import type { ExportedEvent, LogFilter, StreamSummary } from '../infra/event-store/browse.ts';
 import { isPosition } from '../infra/event-store/port.ts';
 import type { JobsStatus } from '../infra/job-status.ts';
-import type { ParkedEvent, RebuildProgress, RebuildStarted, RetryOutcome } from '../projectors/maintenance.ts';
+import type { ParkedEvent, RebuildProgress, RebuildStarted, RebuildStatus, RetryOutcome } from '../projectors/maintenance.ts';
 import { projections } from '../projectors/index.ts';
 import { ProjectionRunner, sleep, type ProjectionStatus } from '../projectors/runtime/index.ts';
 import type { Service } from '../service.ts';
@@ -351,16 +351,22 @@ export async function projectionsRebuild(ctx: CliContext, options: RebuildOption
   const first = new Map<string, number>(started.filter((rebuild) => !rebuild.resumed).map((rebuild) => [rebuild.name, 0]));
   const barOf = new Map<string, SingleBar>();
   let progress: RebuildProgress[] = [];
+  let reading: RebuildStatus[] = [];
   let interrupted = false;
   try {
     for (;;) {
       const asked = Date.now();
-      progress = await ctx.run('projections.progress', { targets });
+      // Progress bars count the log up to each checkpoint at every reading. Without them only the end is
+      // awaited: the first reading counts (where a resumed rebuild started) and the summary does; the
+      // readings between only ask whether each generation is live yet (on the bench's 1M-event log, ten
+      // counts took 1.8 s of the server during its rebuild).
+      const counted = bars !== null || progress.length === 0;
+      reading = counted ? (progress = await ctx.run('projections.progress', { targets })) : await ctx.run('projections.rebuild-status', { targets });
       // Counting a large log takes a while: ask at most a fifth of the time with progress bars to draw, a
-      // twentieth without (only the end is awaited), so the rebuild keeps the machine.
-      const pause = Math.max(options.pollMs ?? 500, (ctx.progress ? 4 : 19) * (Date.now() - asked));
+      // twentieth without, so the rebuild keeps the machine.
+      const pause = Math.max(options.pollMs ?? 500, (bars ? 4 : 19) * (Date.now() - asked));
       const seconds = Math.max((Date.now() - startedAt) / 1000, 0.001);
-      for (const row of progress) {
+      for (const row of counted ? progress : []) {
         if (!first.has(row.name)) first.set(row.name, row.processed);
         const done = row.status === 'live' || row.status === 'gone';
         const value = done ? row.total : row.processed;
@@ -371,7 +377,7 @@ export async function projectionsRebuild(ctx: CliContext, options: RebuildOption
         bar?.setTotal(Math.max(row.total, 1));
         bar?.update(value, payload);
       }
-      if (progress.every((row) => row.status === 'live' || row.status === 'gone')) break;
+      if (reading.every((row) => row.status === 'live' || row.status === 'gone')) break;
       if (ctx.signal?.aborted) {
         interrupted = true;
         break;
@@ -382,6 +388,8 @@ export async function projectionsRebuild(ctx: CliContext, options: RebuildOption
     bars?.stop();
     await stopDriving?.();
   }
+  // The summary's counts, where the last reading did not count (a log counted once is not counted again).
+  if (reading !== progress) progress = await ctx.run('projections.progress', { targets });
   const complete = progress.every((row) => row.status === 'live');
   const seconds = (Date.now() - startedAt) / 1000;
   const summary = progress.map((row) => ({

@@ -36,17 +36,22 @@ export async function requestRebuild(db: UntypedDb, projection: Projection): Pro
   return { name: projection.name, generation: building.generation, resumed: existing.length > 0, checkpoint: building.checkpoint };
 }
 
-export interface RebuildProgress {
+/** Where a rebuilding generation stands. */
+export interface RebuildStatus {
   name: string;
   generation: number;
   /** `gone` when the generation no longer exists (dropped by another rebuild). */
   status: GenerationRow['status'] | 'gone';
   checkpoint: Position | null;
+  lastError: string | null;
+}
+
+/** Where a rebuilding generation stands, in events of the log. */
+export interface RebuildProgress extends RebuildStatus {
   /** Events of the log at or before the generation's checkpoint. */
   processed: number;
   /** Events in the log now. */
   total: number;
-  lastError: string | null;
 }
 
 /**
@@ -80,23 +85,13 @@ export async function countUpTo(store: EventStore, position: Position | null): P
   return count;
 }
 
-/**
- * Where each rebuilding generation stands, in events of the log (its checkpoint moves past events it skips):
- * counted from the nearest position counted before (`countUpTo`), the log's size up to its head.
- */
-export async function rebuildProgress(db: UntypedDb, store: EventStore, targets: { name: string; generation: number }[]): Promise<RebuildProgress[]> {
+/** Where each rebuilding generation stands: one read of their rows, no count of the log. */
+export async function rebuildStatus(db: UntypedDb, targets: { name: string; generation: number }[]): Promise<RebuildStatus[]> {
   const rows = await runtimeDb(db)
     .selectFrom('projection_generations')
     .select(['name', 'generation', 'status', 'checkpoint', 'last_error'])
     .where((eb) => eb.or(targets.map((target) => eb.and([eb('name', '=', target.name), eb('generation', '=', target.generation)]))))
     .execute();
-  // One count at a time, checkpoints in log order (each from the one before): twenty at once would take the
-  // pool from the rebuild itself.
-  const checkpoints = [...new Set(rows.map((row) => row.checkpoint).filter((checkpoint) => checkpoint !== null))].sort();
-  const processedAt = new Map<Position | null, number>([[null, 0]]);
-  for (const checkpoint of checkpoints) processedAt.set(checkpoint, await countUpTo(store, checkpoint));
-  const head = await store.head();
-  const total = head ? await countUpTo(store, head.position) : 0;
   return targets.map((target) => {
     const row = rows.find((candidate) => candidate.name === target.name && candidate.generation === target.generation);
     return {
@@ -104,11 +99,25 @@ export async function rebuildProgress(db: UntypedDb, store: EventStore, targets:
       generation: target.generation,
       status: row?.status ?? 'gone',
       checkpoint: row?.checkpoint ?? null,
-      processed: row ? Math.min(total, processedAt.get(row.checkpoint)!) : 0,
-      total,
       lastError: row?.last_error ?? null,
     };
   });
+}
+
+/**
+ * Where each rebuilding generation stands, in events of the log (its checkpoint moves past events it skips):
+ * counted from the nearest position counted before (`countUpTo`), the log's size up to its head.
+ */
+export async function rebuildProgress(db: UntypedDb, store: EventStore, targets: { name: string; generation: number }[]): Promise<RebuildProgress[]> {
+  const statuses = await rebuildStatus(db, targets);
+  // One count at a time, checkpoints in log order (each from the one before): twenty at once would take the
+  // pool from the rebuild itself.
+  const checkpoints = [...new Set(statuses.map((status) => status.checkpoint).filter((checkpoint) => checkpoint !== null))].sort();
+  const processedAt = new Map<Position | null, number>([[null, 0]]);
+  for (const checkpoint of checkpoints) processedAt.set(checkpoint, await countUpTo(store, checkpoint));
+  const head = await store.head();
+  const total = head ? await countUpTo(store, head.position) : 0;
+  return statuses.map((status) => ({ ...status, processed: status.status === 'gone' ? 0 : Math.min(total, processedAt.get(status.checkpoint)!), total }));
 }
 
 export interface ParkedEvent {
