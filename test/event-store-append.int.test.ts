@@ -86,6 +86,34 @@ describe('PostgreSQL append: one statement, group commit', () => {
     expect(positions.map((result) => result.position)).toEqual([...positions.map((result) => result.position)].sort());
   });
 
+  it('keeps every document as given, alone or in a batch: quotes, backslashes, unicode, nulls, numbers, order', async () => {
+    const cat = category();
+    const documents: NewEvent[] = [
+      { type: 'Quoted', data: { text: 'say "hi"\\ \\"both\\" \\\\ and \n a line', nested: [{ '"key"': 'v\\' }] }, metadata: { note: '"m"\\' } },
+      { type: 'Unicode', data: { text: 'héllo ✓ 🎉 \u0001 \u2028', empty: '' }, metadata: {} },
+      { type: 'Nothing', data: null, metadata: { n: null } },
+      { type: 'Numbers', data: { big: 12345678901234, small: -0.000125, list: [1, 2.5, -3] }, metadata: { organisationId: 'org' } },
+      { type: 'Text', data: 'just a string', metadata: {} },
+    ];
+    const asGiven = documents.map((event) => ({ type: event.type, data: event.data, metadata: event.metadata }));
+    // Alone: one stream's plain statement.
+    await batched.append(`${cat}-alone`, documents);
+    // In a batch: the group commit's `es_append` (the first goes alone, the rest together).
+    await Promise.all([
+      batched.append(`${cat}-first`, events(1)),
+      batched.append(`${cat}-batched`, documents),
+      batched.appendMultiple([
+        { stream: `${cat}-multi-a`, events: documents.slice(0, 2) },
+        { stream: `${cat}-multi-b`, events: documents.slice(2) },
+      ]),
+    ]);
+    const read = async (stream: string) =>
+      (await batched.readStream(stream)).map((event) => ({ type: event.type, data: event.data, metadata: event.metadata }));
+    expect(await read(`${cat}-alone`)).toEqual(asGiven);
+    expect(await read(`${cat}-batched`)).toEqual(asGiven);
+    expect([...(await read(`${cat}-multi-a`)), ...(await read(`${cat}-multi-b`))]).toEqual(asGiven);
+  });
+
   it('a unit whose data PostgreSQL refuses fails alone; the others of its batch land', async () => {
     const cat = category();
     const outcomes = await Promise.allSettled([

@@ -229,7 +229,7 @@ export async function appendUnits(
   }
   const rows = (
     await sql<AppendRow>`/* engage:append */ select * from es_append(${unit}::int[], ${stream}::text[], ${kind}::text[], ${expected}::bigint[], ${count}::int[],
-      ${eventSa}::int[], ${eventId}::uuid[], ${eventType}::text[], ${data}::jsonb[], ${metadata}::jsonb[], ${offset}::int[])
+      ${eventSa}::int[], ${eventId}::uuid[], ${eventType}::text[], ${jsonbArray(data)}, ${jsonbArray(metadata)}, ${offset}::int[])
       ${filter ? sql`where ${filter}` : sql``}`.execute(db)
   ).rows;
   const outcomes: UnitOutcome[] = [];
@@ -270,7 +270,7 @@ async function appendOne(
     claimed as (${claim}),
     incoming as (
       select * from unnest(${append.events.map((e) => e.id!)}::uuid[], ${append.events.map((e) => e.type)}::text[],
-        ${append.events.map((e) => JSON.stringify(e.data ?? null))}::jsonb[], ${append.events.map((e) => JSON.stringify(e.metadata ?? {}))}::jsonb[])
+        ${jsonbArray(append.events.map((e) => JSON.stringify(e.data ?? null)))}, ${jsonbArray(append.events.map((e) => JSON.stringify(e.metadata ?? {})))})
         with ordinality as e(event_id, event_type, data, metadata, ord)
     ),
     inserted as (
@@ -289,6 +289,16 @@ async function appendOne(
     nextExpectedRevision: BigInt(row.revision),
     position: formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)),
   };
+}
+
+/**
+ * JSON documents as a `jsonb[]`: one JSON array parameter, split in the statement. Sent as an array of texts, pg
+ * writes an array literal, escaping every quote and backslash of every document (two regular expressions over
+ * each, and their copies), which PostgreSQL then unescapes before it parses the documents: for a batch of 100
+ * custom events, 4% of the service's time and a share of its garbage.
+ */
+function jsonbArray(documents: readonly string[]): RawBuilder<unknown> {
+  return sql`array(select d.document from jsonb_array_elements(${`[${documents.join(',')}]`}::jsonb) with ordinality as d(document, n) order by d.n)`;
 }
 
 function outcomeOf(appends: StreamAppend[], answers: AppendRow[]): UnitOutcome {
