@@ -123,6 +123,40 @@ describe('projector runtime', () => {
     expect((await tallyRows(test)).every((row) => row.applied === 1)).toBe(true);
   });
 
+  it('under a steady stream of appends applies at most one live batch per period, each event once', async () => {
+    const period = 200;
+    const sizes: number[] = [];
+    const projector = runner(test, store, {
+      liveBatchIntervalMs: period,
+      onBatchApplied: (_name, _generation, batch) => {
+        if (batch.events.length > 0) sizes.push(batch.events.length);
+      },
+    });
+    await projector.start();
+    await appendTally(store, 1, 1);
+    await waitUntil(() => caughtUp(test, store), 20_000, 'projection to catch up');
+    sizes.length = 0;
+    const before = (await tallyRows(test)).length;
+    const started = performance.now();
+    let appended = 0;
+    // One event per append, each acknowledged before the next: a write every few milliseconds for a second.
+    while (performance.now() - started < 1000) {
+      await appendTally(store, 1, 1);
+      appended++;
+    }
+    await waitUntil(() => caughtUp(test, store), 20_000, 'projection to catch up');
+    const periods = Math.ceil((performance.now() - started) / period);
+    await projector.stop();
+
+    expect(sizes.reduce((sum, size) => sum + size, 0)).toBe(appended);
+    // The first batch goes at once (the consumer was idle), then one per tick of the period at most.
+    expect(sizes.length).toBeLessThanOrEqual(periods + 1);
+    expect(sizes.length).toBeLessThan(appended);
+    const rows = await tallyRows(test);
+    expect(rows).toHaveLength(before + appended);
+    expect(rows.every((row) => row.applied === 1)).toBe(true);
+  });
+
   it('sees an idle generation where its process announced it, while the claim starts from its row; tidies claims no longer counted', async () => {
     const db = test.database.db;
     const at = (n: number) => n.toString(16).padStart(32, '0');

@@ -25,6 +25,8 @@ export interface RuntimeOptions {
   buildingBatchPages?: number;
   buildingBatchEvents?: number;
   idlePollMs?: number;
+  /** The period of a live consumer's batches under a steady stream of appends (see WorkerOptions; default 15 ms). */
+  liveBatchIntervalMs?: number;
   /** Events a process manager handles in one transaction (see WorkerOptions). */
   processManagerBatch?: number;
   /** Called inside a batch's transaction after its events were applied and before its checkpoint commits. */
@@ -122,6 +124,7 @@ export class ProjectionRunner {
           logger: this.logger,
           options: {
             idlePollMs: this.options.idlePollMs,
+            liveBatchIntervalMs: this.options.liveBatchIntervalMs,
             processManagerBatch: this.options.processManagerBatch,
             onBatchApplied: this.options.onBatchApplied,
             onCheckpoint: this.options.onCheckpoint,
