@@ -43,7 +43,7 @@ export interface WorkerOptions {
 
 /**
  * The period of a live consumer's batches under a steady stream of appends (see `GenerationWorker.pace`). Role
- * \`all\` at 16 connections, custom events for known users, interleaved runs: 758-800 req/s against 613-686
+ * `all` at 16 connections, custom events for known users, interleaved runs: 758-800 req/s against 613-686
  * without it, 1.5 statements a request against 1.7; the live-lag bench at the machine's write capacity, p99
  * 172-179 ms against 208-250 (batches cost less), and at half of it alike within the noise.
  */
