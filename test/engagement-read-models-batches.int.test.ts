@@ -4,6 +4,7 @@ import { ACTION_CATEGORIES } from '../domain/challenge.ts';
 import { LEADERBOARD_STATUSES, METRIC_TYPES, PERIODS } from '../domain/leaderboard.ts';
 import type { RecordedEvent } from '../infra/event-store/port.ts';
 import { achievementsProjection } from '../projectors/achievements.ts';
+import { challengeStepAnalyticsProjection } from '../projectors/challenge-step-analytics.ts';
 import { leaderboardStandingsProjection } from '../projectors/leaderboard-standings.ts';
 import type { Consumer } from '../projectors/runtime/consumer.ts';
 import { userLedgersProjection } from '../projectors/user-ledgers.ts';
@@ -96,8 +97,11 @@ function randomLog(seed: number, count: number): RecordedEvent[] {
       const current = 1 + int(8);
       events.push({ type: 'StreakExtended', data: { ...fact, day: fact.occurredAt.slice(0, 10), currentStreak: current, longestStreak: current + int(3) } });
     } else {
-      // What one custom event causes: a completed action, its XP, maybe the challenge, maybe the streak.
+      // What one custom event causes: attempts, a completed action, its XP, maybe the challenge, maybe the streak.
       events.push({ type: 'CustomEventLogged', data: fact });
+      const attempt = { ...fact, customEventId: `ce-${events.length}`, challengeId, actionKey: 'k', stepIndex: 0 };
+      events.push({ type: 'ActionAttempted', data: { ...attempt, actionId: pick(['a1', 'a2']), criteriaMet: false, outcome: 'criteria-not-met' } });
+      events.push({ type: 'ActionAttempted', data: { ...attempt, actionId: pick(['a1', 'a2']), criteriaMet: true, outcome: 'completed' } });
       events.push({ type: 'ActionCompleted', data: { ...fact, challengeId } });
       events.push({ type: 'XpEarned', data: { ...fact, category: pick(ACTION_CATEGORIES), amount: 1 + int(9), source: { kind: 'action' } } });
       if (random() < 0.5) events.push({ type: 'ChallengeCompleted', data: { ...fact, challengeId, run: 1 + int(2) } });
@@ -178,7 +182,7 @@ describe('the engagement read models leave the same rows whatever the batches', 
       const db = test.database.db;
       const events = randomLog(seed, 1200);
       const { int } = generator(seed);
-      for (const projection of [leaderboardStandingsProjection, achievementsProjection, userLedgersProjection]) {
+      for (const projection of [leaderboardStandingsProjection, achievementsProjection, userLedgersProjection, challengeStepAnalyticsProjection]) {
         const schema = (how: string) => `batches_${seed}_${projection.name}_${how}`;
         const single = await applied(db, projection, schema('single'), events, () => 1);
         expect(
