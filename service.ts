@@ -1,5 +1,5 @@
 import type { Express } from 'express';
-import { Migrator, type Kysely, type Migration } from 'kysely';
+import { type Kysely, type Migration } from 'kysely';
 import { communityCommands } from './command-api/communities.ts';
 import { domainCommands } from './command-api/domains.ts';
 import { leaderboardCommands } from './command-api/leaderboards.ts';
@@ -15,6 +15,7 @@ import { variableConfigCommands } from './command-api/variable-configs.ts';
 import { ApiTokens, proveTokenBeforeErrors, requireApiToken } from './infra/auth.ts';
 import type { Config } from './infra/config.ts';
 import { inBackground, openPostgres, waitForPostgres, withTableTypes, type Database } from './infra/database.ts';
+import { scopedMigrator } from './infra/migrator.ts';
 import { openEmbeddedPostgres, type EmbeddedPostgres } from './infra/embedded-postgres.ts';
 import type { EventStore } from './infra/event-store/port.ts';
 import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/postgres.ts';
@@ -201,7 +202,7 @@ export async function migrate(db: Kysely<any>): Promise<string[]> {
 }
 
 async function runMigrations(db: Kysely<any>, migrations: Record<string, Migration>, table: string): Promise<string[]> {
-  const migrator = new Migrator({
+  const migrator = scopedMigrator({
     db,
     provider: { getMigrations: () => Promise.resolve(migrations) },
     migrationTableName: table,

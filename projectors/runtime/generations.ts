@@ -1,6 +1,7 @@
-import { Migrator, sql, type ColumnType, type Generated, type Kysely, type Migration } from 'kysely';
+import { sql, type ColumnType, type Generated, type Kysely, type Migration } from 'kysely';
 import { quoteIdentifier, withTableTypes, type UntypedDb } from '../../infra/database.ts';
 import { isAtOrAfter, type Position } from '../../infra/event-store/port.ts';
+import { scopedMigrator } from '../../infra/migrator.ts';
 import type { Consumer } from './consumer.ts';
 
 /**
@@ -180,9 +181,8 @@ async function migrateGeneration(db: UntypedDb, consumer: Consumer, generation: 
   const scoped = Object.fromEntries(
     Object.entries(consumer.migrations).map(([name, migration]) => [name, { up: (migrating: UntypedDb) => migration.up(migrating.withSchema(schema)) }]),
   );
-  const migrator = new Migrator({ db, provider: { getMigrations: () => Promise.resolve(scoped) }, migrationTableSchema: schema });
-  // The Migrator looks at every schema of the database; another projection's swap dropping its retired
-  // schema at that moment makes the look fail ("schema ... does not exist"). Looking again is safe.
+  const migrator = scopedMigrator({ db, provider: { getMigrations: () => Promise.resolve(scoped) }, migrationTableSchema: schema });
+  // DDL waits for its locks at most `lock_timeout`; trying again is safe.
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     if (!error) {
