@@ -15,7 +15,6 @@ import { variableConfigCommands } from './command-api/variable-configs.ts';
 import { ApiTokens, proveTokenBeforeErrors, requireApiToken } from './infra/auth.ts';
 import type { Config } from './infra/config.ts';
 import { inBackground, openPostgres, waitForPostgres, withTableTypes, type Database } from './infra/database.ts';
-import { scopedMigrator } from './infra/migrator.ts';
 import { openEmbeddedPostgres, type EmbeddedPostgres } from './infra/embedded-postgres.ts';
 import type { EventStore } from './infra/event-store/port.ts';
 import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/postgres.ts';
@@ -30,6 +29,7 @@ import { ProjectionRunner, prepareProjections, projectionRuntimeMigrations, type
 import { communityQueries } from './query-api/communities.ts';
 import { healthRoutes, operationsApp } from './query-api/health.ts';
 import { countingAppends, createMetrics, type Metrics } from './infra/metrics.ts';
+import { scopedMigrator } from './infra/migrator.ts';
 import { underStartupLock } from './infra/startup-lock.ts';
 import { tracedAppends } from './infra/tracing.ts';
 import { leaderboardQueries } from './query-api/leaderboards.ts';
