@@ -60,8 +60,9 @@ const WARMUP_SECONDS = Number(process.env.BENCH_WRITE_WARMUP_S ?? 1);
  * Each mode's service (and its reference) first takes this long of the known-user load, once, before any
  * run is measured: a process just started runs its code unoptimised until V8 has compiled the hot paths. With
  * a second of warm-up only, the first run of a mode (the known user at 16 connections) cost the command API
- * 1.15 ms of CPU a request, and the same run repeated after the 64-connection one 0.61-0.65 ms (2026-11-29).
- * A deployed service serves warm; the bench measures it warm.
+ * 0.95-1.24 ms of CPU a request, and the same run repeated after the 64-connection one 0.56-0.65 ms. With these
+ * 6 s it still cost 0.71-0.97 ms in six runs (2026-11-29): warm-up is part of the gap, not all of it. A deployed
+ * service serves warm, and the reference takes the same warm-up.
  */
 const MODE_WARMUP_SECONDS = Number(process.env.BENCH_WRITE_MODE_WARMUP_S ?? 6);
 const SETTLE_SECONDS = Number(process.env.BENCH_WRITE_SETTLE_S ?? 5);

@@ -16,17 +16,18 @@ export function scopedMigrator(props: MigratorProps): Migrator {
 }
 
 function withScopedIntrospection(db: Kysely<any>, schema: string | undefined): Kysely<any> {
+  const own = sql`coalesce(${schema ?? null}::text, current_schema())`;
   const introspection: DatabaseIntrospector = {
     async getSchemas() {
       const rows = await sql<{ name: string }>`
-        select nspname as name from pg_catalog.pg_namespace where nspname = coalesce(${schema ?? null}::text, current_schema())`.execute(db);
+        select nspname as name from pg_catalog.pg_namespace where nspname = ${own}`.execute(db);
       return rows.rows;
     },
     async getTables(): Promise<TableMetadata[]> {
       const rows = await sql<{ name: string; schema: string; is_view: boolean }>`
         select c.relname as name, n.nspname as schema, c.relkind in ('v', 'm') as is_view
         from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
-        where n.nspname = coalesce(${schema ?? null}::text, current_schema()) and c.relkind in ('r', 'p', 'v', 'm', 'f')`.execute(db);
+        where n.nspname = ${own} and c.relkind in ('r', 'p', 'v', 'm', 'f')`.execute(db);
       return rows.rows.map((row) => ({ name: row.name, schema: row.schema, isView: row.is_view, columns: [] }));
     },
     async getMetadata() {

@@ -182,7 +182,7 @@ async function migrateGeneration(db: UntypedDb, consumer: Consumer, generation: 
     Object.entries(consumer.migrations).map(([name, migration]) => [name, { up: (migrating: UntypedDb) => migration.up(migrating.withSchema(schema)) }]),
   );
   const migrator = scopedMigrator({ db, provider: { getMigrations: () => Promise.resolve(scoped) }, migrationTableSchema: schema });
-  // DDL waits for its locks at most `lock_timeout`; trying again is safe.
+  // Its DDL waits for its locks at most `lock_timeout`, and may meet a deadlock or a schema dropped meanwhile: trying again is safe.
   for (let attempt = 1; ; attempt++) {
     const { error, results } = await migrator.migrateToLatest();
     if (!error) {
