@@ -463,19 +463,26 @@ export class PostgresEventStore implements EventStore {
     const { filter } = options;
     const after = options.after ? parsePosition(options.after) : null;
     const until = options.until ? parsePosition(options.until) : null;
-    const horizon = await this.horizon();
     // One window of the log in order; rows outside the filter come back without their payload, so the
     // checkpoint can move past them. The order names the table's columns: a bare `transaction_id` would
     // be the text alias of the select list, and '1000' sorts before '999'.
-    const rows = (
-      await sql<EventRow>`/* engage:log-read */
+    const read = (horizon: RawBuilder<unknown>, value: (given: string | number) => RawBuilder<unknown>) => sql`
       select ${sql.join(options.metadata === false ? eventColumnsWithoutMetadata : eventColumns)}, ${matchesSql(filter)} as matches
       from es_events
-      where transaction_id < ${horizon}::xid8
-        ${after ? sql`and (transaction_id, global_position) > (${after.major.toString()}::xid8, ${after.minor.toString()}::bigint)` : sql``}
-        ${until ? sql`and (transaction_id, global_position) <= (${until.major.toString()}::xid8, ${until.minor.toString()}::bigint)` : sql``}
+      where transaction_id < ${horizon}
+        ${after ? sql`and (transaction_id, global_position) > (${value(after.major.toString())}::xid8, ${value(after.minor.toString())}::bigint)` : sql``}
+        ${until ? sql`and (transaction_id, global_position) <= (${value(until.major.toString())}::xid8, ${value(until.minor.toString())}::bigint)` : sql``}
       order by es_events.transaction_id, es_events.global_position
-      limit ${limit}`.execute(this.db)
+      limit ${value(limit)}`;
+    // Without a filter (every consumer's read), the horizon and the read go in one round trip: two statements
+    // of one simple-protocol message, the read's snapshot taken after the horizon's as each statement takes its
+    // own (see APPENDER_LOCK), the horizon handed over in a setting local to the message's implicit transaction.
+    // Its values are then written in as literals (positions and a count, which Kysely quotes).
+    const rows = (
+      filter
+        ? await sql<EventRow>`/* engage:log-read */ ${read(sql`${await this.horizon()}::xid8`, (given) => sql`${given}`)}`.execute(this.db)
+        : await sql<EventRow>`/* engage:log-read */ select set_config('engage.horizon', es_horizon()::text, true);
+            ${read(sql`current_setting('engage.horizon')::xid8`, (given) => sql.lit(given))}`.execute(this.db)
     ).rows;
     const last = rows[rows.length - 1];
     return {
