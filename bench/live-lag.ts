@@ -77,6 +77,11 @@ export interface LiveLagResult {
      * changes these far less, so they compare two versions of the pipeline.
      */
     perWrite: { nodeCpuMs: number; postgresCpuMs: number | null; statements: number; statementsByPurpose: Record<string, number> };
+    /**
+     * Each read model's own lag (write acknowledged → its checkpoint committed past it), slowest p99 first: which
+     * ones the lag above waits for. A read model with nothing to apply for these writes still has to read past them.
+     */
+    byReadModel: Record<string, Percentiles>;
   };
   readModels: string[];
   targetP99Ms: number;
@@ -129,6 +134,23 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     const visible = new Map<string, string | null>();
     const pending: { position: string; ackAt: number }[] = [];
     const lags: number[] = [];
+    // The same, read model by read model.
+    const ownPending = new Map<string, { position: string; ackAt: number }[]>(readModels.map((name) => [name, []]));
+    const ownLags = new Map<string, number[]>(readModels.map((name) => [name, []]));
+    const passOwn = (name: string, checkpoint: string | null) => {
+      const waiting = ownPending.get(name)!;
+      if (checkpoint === null || waiting.length === 0) return;
+      const now = performance.now();
+      const own = ownLags.get(name)!;
+      ownPending.set(
+        name,
+        waiting.filter((write) => {
+          if (write.position > checkpoint) return true;
+          own.push(now - write.ackAt);
+          return false;
+        }),
+      );
+    };
     const acks: number[] = [];
     const readWaits: number[] = [];
     let readTimeouts = 0;
@@ -160,6 +182,7 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
       onCheckpoint: (name, _generation, checkpoint) => {
         if (!isReadModel.has(name)) return;
         visible.set(name, checkpoint);
+        if (watching) passOwn(name, checkpoint);
         passVisible();
       },
     });
@@ -226,6 +249,10 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
         write().then((ack) => {
           acks.push(ack.ackMs);
           pending.push({ position: ack.position, ackAt: ack.ackAt });
+          for (const name of readModels) {
+            ownPending.get(name)!.push({ position: ack.position, ackAt: ack.ackAt });
+            passOwn(name, visible.get(name) ?? null);
+          }
           passVisible();
           // Now and then, the read a client would make with `x-min-position`, through the service's own wait.
           if (i % READ_YOUR_WRITES_SAMPLE === 0) samples.push(readYourWrites(ack.position, ack.ackAt));
@@ -245,6 +272,10 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     await Promise.all(strangers.map((stranger) => stranger.query('rollback')));
     const unsettled = pending.length;
     for (const { ackAt } of pending) lags.push(performance.now() - ackAt);
+    for (const [name, waiting] of ownPending) for (const { ackAt } of waiting) ownLags.get(name)!.push(performance.now() - ackAt);
+    const byReadModel = Object.fromEntries(
+      [...ownLags].map(([name, own]) => [name, percentiles(own)] as const).sort(([, a], [, b]) => b.p99 - a.p99 || b.p50 - a.p50),
+    );
     await settled(store, database.db, everyConsumer);
     const logged = Number((await reader.query('select count(*) as count from es_events')).rows[0].count);
 
@@ -268,6 +299,7 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
           statements: [...statements.values()].reduce((sum, count) => sum + count, 0) / total,
           statementsByPurpose: Object.fromEntries([...statements].sort((a, b) => b[1] - a[1]).map(([purpose, count]) => [purpose, count / total])),
         },
+        byReadModel,
       },
       readModels,
       targetP99Ms: LAG_TARGET_P99_MS,

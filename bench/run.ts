@@ -253,6 +253,16 @@ function report(
       '',
       '',
     ]);
+    rows.push([
+      "Slowest read models during that phase, each one's own lag (write acknowledged → its checkpoint committed past it)",
+      Object.entries(lr.lag.byReadModel)
+        .slice(0, 5)
+        .map(([name, own]) => `${name} p50 ${n(own.p50)} / p99 ${n(own.p99)} ms`)
+        .join('; '),
+      '',
+      '',
+      '',
+    ]);
     const reads = lr.lag.readYourWritesReads;
     rows.push([
       `Read-your-writes as a client waits for it: one write in ${n(reads.oneIn)} read back with \`x-min-position\` (the service's wait) right after its acknowledgement`,
