@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { EngagementEvent } from '../domain/engagement-events.ts';
-import { CounterBatch } from './counters.ts';
+import { CounterBatch, writeCounters } from './counters.ts';
 import { localDateOf } from './local-dates.ts';
 import { BatchTimeZones, TIME_ZONE_EVENTS, createTimeZoneTable, isTimeZoneEvent, type TimeZoneEvent, type TimeZoneRow } from './organisation-time-zones.ts';
 import { defineProjection } from './projection.ts';
@@ -229,10 +229,7 @@ export const challengeStepAnalyticsProjection = defineProjection<StepAnalyticsTa
       }
     }
 
-    await stepDays.write(db);
-    await steps.write(db);
-    await startDays.write(db);
-    await starts.write(db);
+    await writeCounters(db, [stepDays, steps, startDays, starts]);
     await zones.save();
   },
 });

@@ -2,7 +2,7 @@ import { sql, type ColumnType, type Kysely } from 'kysely';
 import type { AllocationDistributedEvent, GiveawayDrawnEvent } from '../domain/engagement-events.ts';
 import type { LocalisedDetails } from '../domain/localised-details.ts';
 import type { RewardEvent } from '../domain/reward.ts';
-import { CounterBatch } from './counters.ts';
+import { CounterBatch, writeCounters } from './counters.ts';
 import { localDateOf } from './local-dates.ts';
 import { BatchTimeZones, TIME_ZONE_EVENTS, createTimeZoneTable, isTimeZoneEvent, type TimeZoneEvent, type TimeZoneRow } from './organisation-time-zones.ts';
 import { defineProjection, type Recorded } from './projection.ts';
@@ -235,10 +235,9 @@ export const giveawayAnalyticsProjection = defineProjection<GiveawayAnalyticsTab
 
     await fold.giveaways.save(db);
     await fold.participants.save(db);
-    await fold.days.write(db);
+    await writeCounters(db, [fold.days, fold.userDays, fold.sourceDays]);
+    // After the day counters: a draw marks a row they may have just created.
     await writeDrawings(db, [...fold.drawings.values()]);
-    await fold.userDays.write(db);
-    await fold.sourceDays.write(db);
     await fold.zones.save();
   },
 });

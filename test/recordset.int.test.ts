@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres, type Database } from '../infra/database.ts';
-import { CounterBatch } from '../projectors/counters.ts';
+import { CounterBatch, writeCounters } from '../projectors/counters.ts';
 import { recordsetOf } from '../projectors/recordset.ts';
 import { RowBatch } from '../projectors/row-batch.ts';
 import { freshDatabase } from './support/databases.ts';
@@ -187,5 +187,62 @@ describe('recordsetOf in the batches', () => {
     const counted = await sql<{ org: string; attempts: number; total: number }>`
       select org, attempts, total::int as total from ${sql.id(schema)}.counted order by org`.execute(database.db);
     expect(counted.rows).toEqual([...ids.map((org) => ({ org, attempts: 4, total: 10 })), { org: 'other', attempts: 0, total: 3 }]);
+  });
+});
+
+describe('writeCounters', () => {
+  it('writes the counter batches of several tables in one statement, each as its own write would (empty ones left out), and refuses two of one table', async () => {
+    const schema = 'rm_counted_together';
+    await sql`create schema ${sql.id(schema)}`.execute(database.db);
+    await sql`create table ${sql.id(schema)}.by_day (org text, day text, attempts integer, primary key (org, day))`.execute(database.db);
+    await sql`create table ${sql.id(schema)}.by_org (org text primary key, label text, attempts integer, users integer)`.execute(database.db);
+    await sql`create table ${sql.id(schema)}.untouched (org text primary key, attempts integer)`.execute(database.db);
+    const db = database.db.withSchema(schema);
+    let statements = 0;
+    database.observeStatements(() => statements++);
+
+    for (const round of [1, 2, 3]) {
+      const byDay = new CounterBatch('by_day', ['org', 'day'], ['attempts']);
+      const byOrg = new CounterBatch('by_org', ['org'], ['attempts', 'users']);
+      const untouched = new CounterBatch('untouched', ['org'], ['attempts']);
+      // Enough rows for the one-array-per-column shape after the first round.
+      const orgs = Array.from({ length: round === 1 ? 3 : 120 }, (_, index) => `org-${index}`);
+      for (const org of orgs) {
+        byDay.add({ org, day: '2026-01-01' }, { attempts: 1 });
+        byDay.add({ org, day: `2026-01-0${round}` }, { attempts: 2 });
+        byOrg.add({ org }, { attempts: 3, users: round }, { label: `created in round ${round}` });
+      }
+      const before = statements;
+      await writeCounters(db, [byDay, byOrg, untouched]);
+      // The first many-rows round also reads each table's column types, once per process (recordsetOf).
+      if (round !== 2) expect(statements - before).toBe(1);
+      expect(byDay.size + byOrg.size).toBe(0);
+    }
+    const byDay = await sql<{ org: string; day: string; attempts: number }>`
+      select org, day, attempts from ${sql.id(schema)}.by_day where org in ('org-0', 'org-100') order by org, day`.execute(database.db);
+    expect(byDay.rows).toEqual([
+      { org: 'org-0', day: '2026-01-01', attempts: 5 },
+      { org: 'org-0', day: '2026-01-02', attempts: 2 },
+      { org: 'org-0', day: '2026-01-03', attempts: 2 },
+      { org: 'org-100', day: '2026-01-01', attempts: 2 },
+      { org: 'org-100', day: '2026-01-02', attempts: 2 },
+      { org: 'org-100', day: '2026-01-03', attempts: 2 },
+    ]);
+    const byOrg = await sql<{ org: string; label: string; attempts: number; users: number }>`
+      select org, label, attempts, users from ${sql.id(schema)}.by_org where org in ('org-0', 'org-100') order by org`.execute(database.db);
+    expect(byOrg.rows).toEqual([
+      { org: 'org-0', label: 'created in round 1', attempts: 9, users: 6 },
+      { org: 'org-100', label: 'created in round 2', attempts: 6, users: 5 },
+    ]);
+    expect((await sql<{ n: number }>`select count(*)::int as n from ${sql.id(schema)}.untouched`.execute(database.db)).rows).toEqual([{ n: 0 }]);
+
+    const one = new CounterBatch('by_org', ['org'], ['attempts']);
+    const other = new CounterBatch('by_org', ['org'], ['users']);
+    one.add({ org: 'twice' }, { attempts: 1 });
+    other.add({ org: 'twice' }, { users: 1 });
+    await expect(writeCounters(db, [one, other])).rejects.toThrow(/one batch per table/);
+    expect((await sql<{ n: number }>`select count(*)::int as n from ${sql.id(schema)}.by_org where org = 'twice'`.execute(database.db)).rows).toEqual([
+      { n: 0 },
+    ]);
   });
 });
