@@ -217,10 +217,10 @@ class GuardedPool implements PostgresPool {
     const session = new GuardedSession(client, limits.statementMs + ANSWER_MARGIN_MS, this.failed, this.count);
     if ((this.sessionKinds.get(session.client) ?? 'request') !== kind) {
       try {
-        await session.query(`select set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $2, false)`, [
-          String(limits.statementMs),
-          String(limits.idleInTransactionMs),
-        ]);
+        await session.query(
+          `/* engage:session-limits */ select set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $2, false)`,
+          [String(limits.statementMs), String(limits.idleInTransactionMs)],
+        );
       } catch (error) {
         session.release();
         throw error;

@@ -50,12 +50,18 @@ describe("a pool session's limits follow the kind of work that checks it out", (
       ).rows[0];
     const request = { statement: '1500ms', idle: '1200ms' };
     const background = { statement: '45s', idle: '30s' };
+    const switches: string[] = [];
+    database.observeStatements((purpose) => {
+      if (purpose === 'session-limits') switches.push(purpose);
+    });
     try {
       expect(await limits(database.db)).toEqual(request);
       // A background transaction, then a background statement.
       expect(await inBackground(() => database.db.transaction().execute((trx) => limits(trx)))).toEqual(background);
       expect(await inBackground(() => limits(database.db))).toEqual(background);
       expect(await limits(database.db)).toEqual(request);
+      // Each hand-over between the kinds set the limits once, counted as such (engage_database_statements_total).
+      expect(switches).toHaveLength(2);
       // A background transaction that rolls back, then each kind again.
       const failed = await inBackground(() =>
         database.db.transaction().execute(async (trx) => {
