@@ -320,7 +320,7 @@ type NewAchievement = {
   [Column in keyof AchievementRow]: Column extends 'created_at' | 'window_start' | 'window_end' ? string | null : Selectable<AchievementRow>[Column];
 };
 
-/** Inserts the achievements not recorded yet (one statement) and counts those per (user, community) (one more). */
+/** Inserts the achievements not recorded yet and counts those per (user, community), in one statement. */
 async function record(db: Db, achievements: Achievement[]): Promise<void> {
   if (achievements.length === 0) return;
   // An id is recorded once: the first in log order, as the insert that ignores conflicts keeps it.
@@ -343,26 +343,19 @@ async function record(db: Db, achievements: Achievement[]): Promise<void> {
     rank: 'integer',
     score: 'double precision',
   });
-  const inserted = await db
-    .insertInto('achievements')
-    .columns(insert.columns)
-    .expression(insert.select)
-    .onConflict((oc) => oc.column('id').doNothing())
-    .returning(['organisation_id', 'user_id', 'community_id'])
-    .execute();
-  const counts = new Map<string, { organisation_id: string; user_id: string; community_id: string; count: number }>();
-  for (const row of inserted) {
-    const key = `${row.user_id} ${row.community_id}`;
-    const count = counts.get(key) ?? { organisation_id: row.organisation_id, user_id: row.user_id, community_id: row.community_id, count: 0 };
-    count.count += 1;
-    counts.set(key, count);
-  }
-  if (counts.size === 0) return;
-  const countRows = unnestRows([...counts.values()], { organisation_id: 'text', user_id: 'text', community_id: 'text', count: 'integer' });
+  // The counts from what the insert returns, in the same statement: one round trip, nothing comes back.
   await db
+    .with('inserted', (qc) =>
+      qc
+        .insertInto('achievements')
+        .columns(insert.columns)
+        .expression(insert.select)
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning(['organisation_id', 'user_id', 'community_id']),
+    )
     .insertInto('achievement_counts')
-    .columns(countRows.columns)
-    .expression(countRows.select)
+    .columns(['organisation_id', 'user_id', 'community_id', 'count'])
+    .expression(sql`select min(organisation_id), user_id, community_id, count(*)::integer from inserted group by user_id, community_id`)
     .onConflict((oc) => oc.columns(['user_id', 'community_id']).doUpdateSet({ count: sql`achievement_counts.count + excluded.count` }))
     .execute();
 }
