@@ -471,9 +471,11 @@ describe('projector runtime on PostgreSQL, across processes and sessions', () =>
     expect(reported).toEqual([...reported].sort());
     expect(new Set(reported).size).toBe(reported.length);
   });
-  it("announces a process manager's batch as an appender in its checkpoint's statement, and applies it once", async () => {
+  it("announces a process manager's batch as an appender in its first statement, gives it a transaction id only at its first write, and applies it once", async () => {
     // Each `Shouted` is answered by an `Echoed` in a new stream of its own, appended in the batch's transaction.
     const held: boolean[] = [];
+    // Whether the batch's transaction had an id (which holds back every reader's horizon) while the handler read.
+    const idWhileReading: boolean[] = [];
     const echo = defineProcessManager<object, { type: 'Shouted'; data: { n: number } }>({
       name: 'echo',
       version: 1,
@@ -486,6 +488,8 @@ describe('projector runtime on PostgreSQL, across processes and sessions', () =>
           db,
         );
         held.push(lock.rows[0]!.held);
+        const id = await sql<{ assigned: boolean }>`select pg_current_xact_id_if_assigned() is not null as assigned`.execute(db);
+        idWhileReading.push(id.rows[0]!.assigned);
         await context.append(
           events.map((event) => ({
             stream: `echo-${event.data.n}`,
@@ -516,7 +520,9 @@ describe('projector runtime on PostgreSQL, across processes and sessions', () =>
       expect((await echoes()).rows).toEqual(Array.from({ length: 40 }, (_, n) => ({ n, count: 1 })));
       expect(held.length).toBeGreaterThan(0);
       expect(held.every(Boolean)).toBe(true);
-      // No statement of its own: the checkpoint's update took it, and the appends knew.
+      expect(idWhileReading).toHaveLength(held.length);
+      expect(idWhileReading.some(Boolean)).toBe(false);
+      // No statement of its own: the batch's first statement took it, and the appends knew.
       expect(announcements).toBe(0);
     } finally {
       await manager.stop();
