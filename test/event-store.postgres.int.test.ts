@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RecordedEvent } from '../infra/event-store/port.ts';
+import { randomUUID } from 'node:crypto';
+import { WrongExpectedRevisionError, type RecordedEvent } from '../infra/event-store/port.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { migrate } from '../service.ts';
 import { eventStoreContract } from './event-store.contract.ts';
@@ -70,6 +71,53 @@ describe('PostgreSQL event store on a pg pool', () => {
       expect(received.map((event) => event.position)).toEqual([a.position, b.position]);
       const everything = await store.readAll({ after: start, filter: { categories: [category] } });
       expect(everything.events.map((event) => event.type)).toEqual(['Early', 'Late']);
+    });
+
+    it("appends in a caller's transaction in one statement: a replay answers as the first append did, a failed expectation leaves the transaction usable", async () => {
+      const category = `intrx${Date.now().toString(36)}`;
+      const start = (await store.head())?.position ?? null;
+      const appends = [
+        { stream: `${category}-a`, expectedRevision: 'no_stream' as const, events: [{ id: randomUUID(), type: 'Made', data: { n: 1 } }] },
+        {
+          stream: `${category}-b`,
+          events: [
+            { id: randomUUID(), type: 'Made', data: { n: 2 } },
+            { id: randomUUID(), type: 'Made', data: { n: 3 } },
+          ],
+        },
+      ];
+      let statements = 0;
+      test.database.observeStatements((purpose) => {
+        if (purpose === 'append') statements++;
+      });
+      const outcome = await test.database.db.transaction().execute(async (trx) => {
+        await store.announceAppender(trx);
+        const before = statements;
+        const first = await store.appendInTransaction(trx, appends, { notify: false, announced: true });
+        const appendStatements = statements - before;
+        const replay = await store.appendInTransaction(trx, appends, { notify: false, announced: true });
+        const refused = await store
+          .appendInTransaction(trx, [{ stream: `${category}-a`, expectedRevision: 5n, events: [{ type: 'Made', data: { n: 4 } }] }], {
+            notify: false,
+            announced: true,
+          })
+          .catch((error: unknown) => error);
+        return { first, appendStatements, replay, refused };
+      });
+      expect(outcome.appendStatements).toBe(1);
+      expect(outcome.first.map((result) => [result.stream, result.nextExpectedRevision])).toEqual([
+        [`${category}-a`, 0n],
+        [`${category}-b`, 1n],
+      ]);
+      expect(outcome.replay).toEqual(outcome.first);
+      expect(outcome.refused).toBeInstanceOf(WrongExpectedRevisionError);
+      // The transaction committed what it appended once, and nothing of the refused append.
+      const stored = await store.readAll({ after: start, filter: { categories: [category] }, limit: 100 });
+      expect(stored.events.map((event) => [event.stream, event.revision, event.data])).toEqual([
+        [`${category}-a`, 0n, { n: 1 }],
+        [`${category}-b`, 0n, { n: 2 }],
+        [`${category}-b`, 1n, { n: 3 }],
+      ]);
     });
   });
 });

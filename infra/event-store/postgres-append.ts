@@ -179,17 +179,20 @@ export type UnitOutcome = { results: AppendResult[] } | { error: Error };
 /**
  * Runs `es_append` for the units (each with event ids and at least one event per stream) in one statement and
  * tells each unit's outcome. A failure of the statement itself (a deadlock, a concurrent append of the same
- * ids) throws: the caller decides whether to retry the units one by one.
+ * ids) throws: the caller decides whether to retry the units one by one. `inTransaction`: `db` is a transaction
+ * of the caller's, where a failed statement would end it, so a lone append does not try the plain statement
+ * first (it fails on ids already in the log: a replay).
  */
 export async function appendUnits(
   db: Kysely<any>,
   units: StreamAppend[][],
   lock: readonly [number, number],
   guards: readonly (AppendGuard | undefined)[] = [],
+  inTransaction = false,
 ): Promise<UnitOutcome[]> {
   // The units' guards (append-guard.ts), checked on the statement's answer rows: one that fails rolls it back.
   const filter = guardFilter(guards);
-  if (units.length === 1 && units[0]!.length === 1) {
+  if (!inTransaction && units.length === 1 && units[0]!.length === 1) {
     // Alone: the plain statement, cheaper than the function; a failed expectation or a known id is answered by
     // the function, which tells a replay from a conflict and reads the actual revision.
     const result = await appendOne(db, units[0]![0]!, lock, filter).catch((error: unknown) => {
