@@ -82,6 +82,12 @@ export interface LiveLagResult {
      * ones the lag above waits for. A read model with nothing to apply for these writes still has to read past them.
      */
     byReadModel: Record<string, Percentiles>;
+    /**
+     * Write acknowledged → the first page of the shared log that holds it (as the consumers read it): where every
+     * read model's lag starts. Reads stop at the oldest appender still running (the horizon), so a process
+     * manager's long transaction shows here.
+     */
+    logVisibleMs: Percentiles;
   };
   readModels: string[];
   targetP99Ms: number;
@@ -106,6 +112,15 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     if (countingStatements) statements.set(purpose, (statements.get(purpose) ?? 0) + 1);
   });
   const store = new PostgresEventStore(database);
+  // The consumers' reads of the log during the lag phase, as they complete (the runner reads through `store`).
+  const logReads: { at: number; checkpoint: string }[] = [];
+  let recordingReads = false;
+  const readAll = store.readAll.bind(store);
+  store.readAll = async (options) => {
+    const page = await readAll(options);
+    if (recordingReads && page.checkpoint !== null) logReads.push({ at: performance.now(), checkpoint: page.checkpoint });
+    return page;
+  };
   let runner: ProjectionRunner | null = null;
   // Reads the checkpoints before the lag phase, and counts the log after it.
   const reader = new pg.Client({ connectionString: scratch.url(READER_APPLICATION) });
@@ -152,6 +167,7 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
       );
     };
     const acks: number[] = [];
+    const acknowledged: { position: string; ackAt: number }[] = [];
     const readWaits: number[] = [];
     let readTimeouts = 0;
     let watching = false;
@@ -234,6 +250,7 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     }[];
     for (const row of rows) if (!visible.has(row.name)) visible.set(row.name, row.checkpoint);
     watching = true;
+    recordingReads = true;
     const samples: Promise<void>[] = [];
     const postgresCpu = await connectionSampler(scratch.name, SERVICE_APPLICATION);
     const cpuBefore = process.cpuUsage();
@@ -249,6 +266,7 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
         write().then((ack) => {
           acks.push(ack.ackMs);
           pending.push({ position: ack.position, ackAt: ack.ackAt });
+          acknowledged.push({ position: ack.position, ackAt: ack.ackAt });
           for (const name of readModels) {
             ownPending.get(name)!.push({ position: ack.position, ackAt: ack.ackAt });
             passOwn(name, visible.get(name) ?? null);
@@ -266,6 +284,7 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     await Promise.all(samples);
     countingStatements = false;
     watching = false;
+    recordingReads = false;
     const cpu = process.cpuUsage(cpuBefore);
     const { postgresCpuSeconds } = await postgresCpu.stop();
     const strangersHeldSeconds = (performance.now() - strangersSince) / 1000;
@@ -273,6 +292,14 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     const unsettled = pending.length;
     for (const { ackAt } of pending) lags.push(performance.now() - ackAt);
     for (const [name, waiting] of ownPending) for (const { ackAt } of waiting) ownLags.get(name)!.push(performance.now() - ackAt);
+    // The live reads follow the log, so where they have reached only grows: the first read that reached a write's
+    // position, found by a binary search over how far the reads had got (in the order they completed).
+    const reached: string[] = [];
+    for (const read of logReads) reached.push(reached.length > 0 && reached.at(-1)! > read.checkpoint ? reached.at(-1)! : read.checkpoint);
+    const logVisible = acknowledged.flatMap(({ position, ackAt }) => {
+      const read = logReads[firstAtOrPast(reached, position)];
+      return read ? [Math.max(0, read.at - ackAt)] : [];
+    });
     const byReadModel = Object.fromEntries(
       [...ownLags].map(([name, own]) => [name, percentiles(own)] as const).sort(([, a], [, b]) => b.p99 - a.p99 || b.p50 - a.p50),
     );
@@ -300,6 +327,7 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
           statementsByPurpose: Object.fromEntries([...statements].sort((a, b) => b[1] - a[1]).map(([purpose, count]) => [purpose, count / total])),
         },
         byReadModel,
+        logVisibleMs: percentiles(logVisible),
       },
       readModels,
       targetP99Ms: LAG_TARGET_P99_MS,
@@ -385,3 +413,15 @@ async function settled(store: PostgresEventStore, db: Parameters<typeof migrate>
 }
 
 runIfMain(import.meta.url, benchLiveLag);
+
+/** The index of the first of `sorted` (ascending) at or past `position`; `sorted.length` when none is. */
+function firstAtOrPast(sorted: readonly string[], position: string): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (sorted[middle]! >= position) high = middle;
+    else low = middle + 1;
+  }
+  return low;
+}

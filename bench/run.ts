@@ -254,6 +254,13 @@ function report(
       '',
     ]);
     rows.push([
+      'A write reaching the shared log during that phase (acknowledged → the first page the consumers read that holds it), where every read model’s lag starts',
+      `p50 ${n(lr.lag.logVisibleMs.p50)} ms, p99 ${n(lr.lag.logVisibleMs.p99)} ms, max ${n(lr.lag.logVisibleMs.max)} ms`,
+      '',
+      '',
+      '',
+    ]);
+    rows.push([
       "Slowest read models during that phase, each one's own lag (write acknowledged → its checkpoint committed past it)",
       Object.entries(lr.lag.byReadModel)
         .slice(0, 5)
