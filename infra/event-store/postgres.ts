@@ -5,7 +5,6 @@ import { AppendSignal, pollingSubscription } from './polling-subscription.ts';
 import { APPEND_GUARD_MIGRATION, AppendGuardError, isAppendGuardFailure, pendingAppendGuard } from './append-guard.ts';
 import { APPEND_BY_INDEX_MIGRATION, APPEND_FUNCTION_MIGRATION, GroupCommit, appendUnits } from './postgres-append.ts';
 import {
-  EventIdConflictError,
   WrongExpectedRevisionError,
   formatPosition,
   parsePosition,
@@ -182,9 +181,6 @@ interface EventRow {
 
 const UNIQUE_VIOLATION = '23505';
 
-/** Rows per insert statement: six parameters each, well under PostgreSQL's 65,535. */
-const INSERT_CHUNK = 5000;
-
 export class PostgresEventStore implements EventStore {
   private readonly signal = new AppendSignal();
   private unlisten: Promise<() => Promise<void>> | null = null;
@@ -267,53 +263,26 @@ export class PostgresEventStore implements EventStore {
     // `announced`: the caller's transaction took `announcement` in its first statement.
     if (!options.announced) await this.announceAppender(trx);
     const appends = withEventIds(unprepared);
-    if (appends.length > 0 && appends.every((append) => append.events.length > 0)) {
-      // One statement (`es_append`, as group commit uses it: a replay answered with the first append's results,
-      // an expectation that fails refusing the whole call) instead of a lookup of the ids, a claim per stream and
-      // the insert: a process manager's batch holds every reader's horizon from its first write until it commits.
-      const [outcome] = await appendUnits(trx, [appends], APPENDER_LOCK, [], true);
+    // In order: each run of appends with events is one `es_append` statement, as group commit sends it (a replay
+    // answered with the first append's results, an expectation that fails refusing the run, the transaction left
+    // usable); a stream of no events is a check of its expectation between them.
+    const results: AppendResult[] = [];
+    let run: StreamAppend[] = [];
+    const appendRun = async () => {
+      if (run.length === 0) return;
+      const [outcome] = await appendUnits(trx, [run], APPENDER_LOCK, [], true);
       if ('error' in outcome!) throw outcome.error;
-      if (options.notify ?? true) await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
-      return outcome!.results;
-    }
-    const known = await this.alreadyAppended(trx, appends);
-    if (known) return known;
-    const lastRevisions = await this.claimNewStreams(trx, appends);
-    const results: AppendResult[] = new Array(appends.length);
-    const rows: Record<string, string | undefined>[] = [];
-    for (const [index, append] of appends.entries()) {
-      if (append.events.length === 0) {
-        results[index] = await this.emptyAppend(trx, append);
-        continue;
+      results.push(...outcome!.results);
+      run = [];
+    };
+    for (const append of appends) {
+      if (append.events.length > 0) run.push(append);
+      else {
+        await appendRun();
+        results.push(await this.emptyAppend(trx, append));
       }
-      const last = lastRevisions.get(index) ?? (await this.claimRevisions(trx, append.stream, append.expectedRevision ?? 'any', append.events.length));
-      lastRevisions.set(index, last);
-      const first = last - BigInt(append.events.length) + 1n;
-      rows.push(
-        ...append.events.map((event, offset) => ({
-          stream_name: append.stream,
-          stream_revision: (first + BigInt(offset)).toString(),
-          event_id: event.id,
-          event_type: event.type,
-          data: JSON.stringify(event.data ?? null),
-          metadata: JSON.stringify(event.metadata ?? {}),
-        })),
-      );
     }
-    // Every stream's events in as few statements as the parameter limit allows.
-    const positions = new Map<string, string>();
-    for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
-      const inserted = await trx
-        .insertInto('es_events')
-        .values(rows.slice(start, start + INSERT_CHUNK))
-        .returning(['event_id', sql<string>`transaction_id::text`.as('transaction_id'), 'global_position'])
-        .execute();
-      for (const row of inserted) positions.set(row.event_id, formatPosition(BigInt(row.transaction_id), BigInt(row.global_position)));
-    }
-    for (const [index, append] of appends.entries()) {
-      if (append.events.length === 0) continue;
-      results[index] = { stream: append.stream, nextExpectedRevision: lastRevisions.get(index)!, position: positions.get(append.events.at(-1)!.id!)! };
-    }
+    await appendRun();
     if (options.notify ?? true) await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
     return results;
   }
@@ -347,93 +316,6 @@ export class PostgresEventStore implements EventStore {
   /** The read horizon: positions of transactions below it are final (see APPENDER_LOCK). */
   private async horizon(): Promise<string> {
     return (await sql<{ horizon: string }>`/* engage:log-read */ select es_horizon()::text as horizon`.execute(this.db)).rows[0]!.horizon;
-  }
-
-  /**
-   * The appends to streams that must not exist yet claim them all in one statement (a process manager appends
-   * hundreds at once); returns each one's last revision by index, or refuses like `claimRevisions`.
-   */
-  private async claimNewStreams(trx: Kysely<any>, appends: StreamAppend[]): Promise<Map<number, bigint>> {
-    const fresh = [...appends.entries()].filter(([, append]) => append.expectedRevision === 'no_stream' && append.events.length > 0);
-    const claims = new Map<number, bigint>();
-    if (fresh.length === 0) return claims;
-    const claimed = await trx
-      .insertInto('es_streams')
-      .values(fresh.map(([, append]) => ({ stream_name: append.stream, revision: (append.events.length - 1).toString() })))
-      .onConflict((oc) => oc.column('stream_name').doNothing())
-      .returning('stream_name')
-      .execute();
-    if (claimed.length !== fresh.length) {
-      const names = new Set(claimed.map((row) => row.stream_name as string));
-      const [, taken] = fresh.find(([, append]) => !names.has(append.stream)) ?? fresh[fresh.length - 1]!;
-      throw new WrongExpectedRevisionError(taken.stream, 'no_stream', await this.currentRevision(trx, taken.stream));
-    }
-    for (const [index, append] of fresh) claims.set(index, BigInt(append.events.length - 1));
-    return claims;
-  }
-
-  /** Idempotency: the same event ids appended again return the first append's result and write nothing. */
-  private async alreadyAppended(trx: Kysely<any>, appends: StreamAppend[]): Promise<AppendResult[] | null> {
-    const ids = appends.flatMap((append) => append.events.map((event) => event.id!));
-    if (ids.length === 0) return null;
-    const rows = await trx
-      .selectFrom('es_events')
-      .select(['event_id', 'stream_name', 'stream_revision', sql<string>`transaction_id::text`.as('transaction_id'), 'global_position'])
-      .where('event_id', '=', sql<string>`any(${ids}::uuid[])`)
-      .execute();
-    if (rows.length === 0) return null;
-    const byId = new Map(rows.map((row) => [row.event_id as string, row]));
-    const results: AppendResult[] = [];
-    for (const append of appends) {
-      const found = append.events.map((event) => byId.get(event.id!));
-      if (found.some((row) => !row || row.stream_name !== append.stream)) {
-        throw new EventIdConflictError(
-          append.stream,
-          found.filter(Boolean).map((row) => row!.event_id),
-        );
-      }
-      const last = found[found.length - 1];
-      if (!last) throw new EventIdConflictError(append.stream, ids);
-      results.push({
-        stream: append.stream,
-        nextExpectedRevision: BigInt(last.stream_revision),
-        position: formatPosition(BigInt(last.transaction_id), BigInt(last.global_position)),
-      });
-    }
-    return results;
-  }
-
-  /**
-   * Moves the stream's revision by `count` if the expectation holds; the row lock this takes serialises
-   * concurrent appends to one stream, and the unique (stream, revision) key backs it.
-   */
-  private async claimRevisions(trx: Kysely<any>, stream: string, expected: ExpectedRevision, count: number): Promise<bigint> {
-    const by = BigInt(count);
-    let row: { revision: string } | undefined;
-    if (expected === 'no_stream') {
-      row = await trx
-        .insertInto('es_streams')
-        .values({ stream_name: stream, revision: (by - 1n).toString() })
-        .onConflict((oc) => oc.column('stream_name').doNothing())
-        .returning('revision')
-        .executeTakeFirst();
-    } else if (expected === 'any') {
-      row = await trx
-        .insertInto('es_streams')
-        .values({ stream_name: stream, revision: (by - 1n).toString() })
-        .onConflict((oc) => oc.column('stream_name').doUpdateSet({ revision: sql`es_streams.revision + ${by.toString()}::bigint` }))
-        .returning('revision')
-        .executeTakeFirst();
-    } else {
-      let update = trx
-        .updateTable('es_streams')
-        .set({ revision: sql`revision + ${by.toString()}::bigint` })
-        .where('stream_name', '=', stream);
-      if (expected !== 'stream_exists') update = update.where('revision', '=', expected.toString());
-      row = await update.returning('revision').executeTakeFirst();
-    }
-    if (!row) throw new WrongExpectedRevisionError(stream, expected, await this.currentRevision(trx, stream));
-    return BigInt(row.revision);
   }
 
   private async emptyAppend(trx: Kysely<any>, append: StreamAppend): Promise<AppendResult> {
