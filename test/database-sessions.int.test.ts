@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inBackground, openPostgres } from '../infra/database.ts';
 import { freshDatabase } from './support/databases.ts';
@@ -9,6 +9,20 @@ import { freshDatabase } from './support/databases.ts';
  */
 const test = await freshDatabase();
 afterAll(() => test.drop());
+
+/** Limits of each kind of work, set apart so a session shows which it has. */
+const KIND_TIMEOUTS = { statementMs: 1500, idleInTransactionMs: 1200, backgroundStatementMs: 45_000, backgroundIdleInTransactionMs: 30_000 };
+const request = { statement: '1500ms', idle: '1200ms' };
+const background = { statement: '45s', idle: '30s' };
+
+/** The statement and idle-in-transaction limits the session that runs this statement has. */
+async function limits(db: Kysely<any>) {
+  const { rows } = await sql<{
+    statement: string;
+    idle: string;
+  }>`select current_setting('statement_timeout') as statement, current_setting('idle_in_transaction_session_timeout') as idle`.execute(db);
+  return rows[0];
+}
 
 describe('a pool session the server ends while it is checked out', () => {
   it('fails the transaction that idled past its limit, without ending the process, and the pool goes on', async () => {
@@ -39,17 +53,8 @@ describe("a pool session's limits follow the kind of work that checks it out", (
     // One session, handed to both kinds of work in turn.
     const database = await openPostgres(test.url, {
       max: 1,
-      timeouts: { statementMs: 1500, idleInTransactionMs: 1200, backgroundStatementMs: 45_000, backgroundIdleInTransactionMs: 30_000 },
+      timeouts: KIND_TIMEOUTS,
     });
-    const limits = async (db: typeof database.db) =>
-      (
-        await sql<{
-          statement: string;
-          idle: string;
-        }>`select current_setting('statement_timeout') as statement, current_setting('idle_in_transaction_session_timeout') as idle`.execute(db)
-      ).rows[0];
-    const request = { statement: '1500ms', idle: '1200ms' };
-    const background = { statement: '45s', idle: '30s' };
     const switches: string[] = [];
     database.observeStatements((purpose) => {
       if (purpose === 'session-limits') switches.push(purpose);
@@ -60,7 +65,8 @@ describe("a pool session's limits follow the kind of work that checks it out", (
       expect(await inBackground(() => database.db.transaction().execute((trx) => limits(trx)))).toEqual(background);
       expect(await inBackground(() => limits(database.db))).toEqual(background);
       expect(await limits(database.db)).toEqual(request);
-      // Each hand-over between the kinds set the limits once, counted as such (engage_database_statements_total).
+      // The transaction took its limits with its BEGIN; each later hand-over between the kinds set the
+      // session's limits once, counted as such (engage_database_statements_total).
       expect(switches).toHaveLength(2);
       // A background transaction that rolls back, then each kind again.
       const failed = await inBackground(() =>
@@ -86,6 +92,65 @@ describe("a pool session's limits follow the kind of work that checks it out", (
       // A request's statement is cancelled at its limit, a background one is not.
       await expect(sql`select pg_sleep(2)`.execute(database.db)).rejects.toThrow(/statement timeout/);
       await expect(inBackground(() => sql`select pg_sleep(2)`.execute(database.db))).resolves.toBeDefined();
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('a transaction that a checkout of the other kind opens first thing', () => {
+  it('takes its kind’s limits with its BEGIN, without a round trip of their own, and leaves the session as it was', async () => {
+    const database = await openPostgres(test.url, {
+      max: 1,
+      timeouts: KIND_TIMEOUTS,
+    });
+    const purposes: string[] = [];
+    database.observeStatements((purpose) => purposes.push(purpose));
+    try {
+      expect(await limits(database.db)).toEqual(request);
+      purposes.length = 0;
+      // The projector runtime's shape: BEGIN and a first statement in one message of literals, then COMMIT.
+      const inside = await inBackground(() =>
+        database.db.connection().execute(async (session) => {
+          const first = await sql<{ statement: string }>`/* engage:checkpoint */ begin; select current_setting('statement_timeout') as statement`.execute(
+            session,
+          );
+          const then = await limits(session);
+          // The limits hold across statements of the transaction, a long one included (past the request's 1.5 s).
+          await sql`select pg_sleep(1.7)`.execute(session);
+          await sql`commit`.execute(session);
+          return { first: first.rows[0], then };
+        }),
+      );
+      expect(inside).toEqual({ first: { statement: '45s' }, then: background });
+      expect(purposes).toEqual(['checkpoint', 'other', 'other', 'transaction']);
+      // The session kept the requests' limits: a request's statement needs no switch either.
+      purposes.length = 0;
+      expect(await limits(database.db)).toEqual(request);
+      expect(purposes).toEqual(['other']);
+
+      // A checkout that goes on after its transaction: the session switches then, outside any transaction.
+      const after = await inBackground(() =>
+        database.db.connection().execute(async (session) => {
+          await sql`begin`.execute(session);
+          await sql`rollback`.execute(session);
+          return limits(session);
+        }),
+      );
+      expect(after).toEqual(background);
+      expect(await limits(database.db)).toEqual(request);
+      // A request's transaction on a session left with the background limits: its own limits with its BEGIN,
+      // and a request statement is cut at its limit inside it.
+      expect(await inBackground(() => limits(database.db))).toEqual(background);
+      const cut = await database.db
+        .transaction()
+        .execute(async (trx) => {
+          expect(await limits(trx)).toEqual(request);
+          await sql`select pg_sleep(2)`.execute(trx);
+        })
+        .catch((error: unknown) => error);
+      expect(String(cut)).toMatch(/statement timeout/);
+      expect(await inBackground(() => limits(database.db))).toEqual(background);
     } finally {
       await database.close();
     }
