@@ -239,6 +239,18 @@ interface LimitsSwitch {
  */
 const OPENING_BEGIN = /^(\s*(?:\/\*[^*]*\*\/\s*)?(?:begin|start transaction)\b[^;']*)(;.*)?$/is;
 
+/**
+ * A message of reads: it starts with SELECT and controls no transaction, so it runs as one implicit transaction
+ * (a single statement, or several in one simple-protocol message) whatever comes before it in the same message.
+ */
+const READS = /^\s*(?:\/\*[^*]*\*\/\s*)?select\b/i;
+const TRANSACTION_CONTROL = /\b(?:begin|commit|rollback|abort|savepoint|release|prepare|start\s+transaction)\b|;\s*end\b/i;
+
+/** The statement setting `limits` for the rest of the transaction it runs in (integers: no quoting needed). */
+function localLimits(limits: SessionLimits): string {
+  return `select set_config('statement_timeout', '${limits.statementMs}', true), set_config('idle_in_transaction_session_timeout', '${limits.idleInTransactionMs}', true)`;
+}
+
 class GuardedSession implements PostgresPoolClient {
   private failure: DatabaseTimeoutError | null = null;
 
@@ -267,8 +279,12 @@ class GuardedSession implements PostgresPoolClient {
       // true)`, in the same message: no round trip of their own) and the session keeps its kind. The projector
       // runtime's batches and the API's requests share the pool, and each hand-over cost a round trip (the
       // live-lag bench: 1.1 statements a write, of 16). After that transaction the checkout is where it began.
-      const local = `select set_config('statement_timeout', '${switchTo.limits.statementMs}', true), set_config('idle_in_transaction_session_timeout', '${switchTo.limits.idleInTransactionMs}', true)`;
-      return this.send(`${opening[1]}; ${local}${opening[2] ?? ''}`, params, text);
+      return this.send(`${opening[1]}; ${localLimits(switchTo.limits)}${opening[2] ?? ''}`, params, text);
+    }
+    if (params.length === 0 && READS.test(text) && !TRANSACTION_CONTROL.test(text)) {
+      // A message of reads (the shared log's page: the horizon and the read, in literals) takes the limits
+      // local to its own implicit transaction, in the same message, and the session keeps its kind.
+      return this.send(`${localLimits(switchTo.limits)}; ${text}`, params, text);
     }
     return this.switchSession(switchTo).then(() => this.send<R>(text, params));
   }

@@ -65,9 +65,9 @@ describe("a pool session's limits follow the kind of work that checks it out", (
       expect(await inBackground(() => database.db.transaction().execute((trx) => limits(trx)))).toEqual(background);
       expect(await inBackground(() => limits(database.db))).toEqual(background);
       expect(await limits(database.db)).toEqual(request);
-      // The transaction took its limits with its BEGIN; each later hand-over between the kinds set the
-      // session's limits once, counted as such (engage_database_statements_total).
-      expect(switches).toHaveLength(2);
+      // Each took its kind's limits with its own message (the transaction with its BEGIN, each read before
+      // its SELECT): no statement of its own to switch the session (engage_database_statements_total).
+      expect(switches).toHaveLength(0);
       // A background transaction that rolls back, then each kind again.
       const failed = await inBackground(() =>
         database.db.transaction().execute(async (trx) => {
@@ -129,6 +129,23 @@ describe('a transaction that a checkout of the other kind opens first thing', ()
       expect(await limits(database.db)).toEqual(request);
       expect(purposes).toEqual(['other']);
 
+      // A message of reads without parameters (the shared log's page) takes its limits the same way: a
+      // background read longer than a request's limit runs to its end, and the session keeps its kind.
+      purposes.length = 0;
+      const read = await inBackground(() =>
+        sql<{ statement: string }>`/* engage:log-read */ select pg_sleep(1.7); select current_setting('statement_timeout') as statement`.execute(database.db),
+      );
+      expect(read.rows).toEqual([{ statement: '45s' }]);
+      expect(await limits(database.db)).toEqual(request);
+      expect(purposes).toEqual(['log-read', 'other']);
+      // One with parameters, or one that controls a transaction, switches the session first.
+      purposes.length = 0;
+      expect(await inBackground(async () => (await sql<{ n: number }>`select ${2}::int as n`.execute(database.db)).rows)).toEqual([{ n: 2 }]);
+      expect(await inBackground(() => limits(database.db))).toEqual(background);
+      expect(await limits(database.db)).toEqual(request);
+      expect(await sql<{ n: number }>`select ${3}::int as n`.execute(database.db).then(({ rows }) => rows)).toEqual([{ n: 3 }]);
+      expect(await inBackground(() => limits(database.db))).toEqual(background);
+      expect(purposes).toEqual(['session-limits', 'other', 'other', 'other', 'session-limits', 'other', 'other']);
       // A checkout that goes on after its transaction: the session switches then, outside any transaction.
       const after = await inBackground(() =>
         database.db.connection().execute(async (session) => {
