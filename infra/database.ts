@@ -274,7 +274,8 @@ class GuardedSession implements PostgresPoolClient {
     // Inside a transaction this checkout opened with its limits (below): they hold until it ends.
     if (!switchTo || this.inTransaction()) return this.send(text, params);
     const opening = params.length === 0 ? OPENING_BEGIN.exec(text) : null;
-    if (opening) {
+    // Not a message that goes on past the transaction's end (a later statement would run under the session's limits).
+    if (opening && !TRANSACTION_CONTROL.test(opening[2] ?? '')) {
       // A checkout that opens a transaction first thing: its limits go into that transaction (`set_config(...,
       // true)`, in the same message: no round trip of their own) and the session keeps its kind. The projector
       // runtime's batches and the API's requests share the pool, and each hand-over cost a round trip (the

@@ -146,6 +146,14 @@ describe('a transaction that a checkout of the other kind opens first thing', ()
       expect(await sql<{ n: number }>`select ${3}::int as n`.execute(database.db).then(({ rows }) => rows)).toEqual([{ n: 3 }]);
       expect(await inBackground(() => limits(database.db))).toEqual(background);
       expect(purposes).toEqual(['session-limits', 'other', 'other', 'other', 'session-limits', 'other', 'other']);
+      // A message that goes on past its own COMMIT switches the session first: its last statement is outside the transaction.
+      purposes.length = 0;
+      const past = await inBackground(() =>
+        sql<{ statement: string }>`begin; select 1; commit; select current_setting('statement_timeout') as statement`.execute(database.db),
+      );
+      expect(past.rows).toEqual([{ statement: '45s' }]);
+      expect(purposes).toEqual(['session-limits', 'transaction']);
+      expect(await sql<{ n: number }>`select ${4}::int as n`.execute(database.db).then(({ rows }) => rows)).toEqual([{ n: 4 }]);
       // A checkout that goes on after its transaction: the session switches then, outside any transaction.
       const after = await inBackground(() =>
         database.db.connection().execute(async (session) => {
