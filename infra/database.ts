@@ -233,12 +233,17 @@ interface LimitsSwitch {
 }
 
 /**
- * The start of a message that runs as one transaction: one it begins (Kysely's `begin`, the projector runtime's
- * `begin; update ...`), or one of reads (the shared log's `select ...; select ...`), which runs as one implicit
- * transaction. Settings made local before a BEGIN in the same message hold until that transaction ends.
+ * A transaction begun by the first statement of a checkout, alone (Kysely's `begin`) or first in a message
+ * of several statements without parameters (the projector runtime's `begin; update ...`): `begin`, then the
+ * rest of the message.
  */
-const OPENS_TRANSACTION = /^\s*(?:\/\*[^*]*\*\/\s*)?(?:begin|start\s+transaction|select)\b/i;
-/** Transaction control past that start: the message may go on after its transaction has ended. */
+const OPENING_BEGIN = /^(\s*(?:\/\*[^*]*\*\/\s*)?(?:begin|start transaction)\b[^;']*)(;.*)?$/is;
+
+/**
+ * A message of reads: it starts with SELECT and controls no transaction, so it runs as one implicit transaction
+ * (a single statement, or several in one simple-protocol message) whatever comes before it in the same message.
+ */
+const READS = /^\s*(?:\/\*[^*]*\*\/\s*)?select\b/i;
 const TRANSACTION_CONTROL = /\b(?:begin|commit|rollback|abort|savepoint|release|prepare|start\s+transaction)\b|;\s*end\b/i;
 
 /** The statement setting `limits` for the rest of the transaction it runs in (integers: no quoting needed). */
@@ -268,13 +273,18 @@ class GuardedSession implements PostgresPoolClient {
     const switchTo = this.switchTo;
     // Inside a transaction this checkout opened with its limits (below): they hold until it ends.
     if (!switchTo || this.inTransaction()) return this.send(text, params);
-    const opening = params.length === 0 ? OPENS_TRANSACTION.exec(text) : null;
-    if (opening && !TRANSACTION_CONTROL.test(text.slice(opening[0].length))) {
-      // A checkout whose first message is one transaction takes its limits local to it (`set_config(..., true)`
-      // first in the same message: no round trip of their own), and the session keeps its kind. The projector
-      // runtime's batches and log reads and the API's requests share the pool, and each hand-over cost a round
-      // trip (the live-lag bench: 1.1 statements a write, of 16). After that transaction the checkout is where
-      // it began.
+    const opening = params.length === 0 ? OPENING_BEGIN.exec(text) : null;
+    // Not a message that goes on past the transaction's end (a later statement would run under the session's limits).
+    if (opening && !TRANSACTION_CONTROL.test(opening[2] ?? '')) {
+      // A checkout that opens a transaction first thing: its limits go into that transaction (`set_config(...,
+      // true)`, in the same message: no round trip of their own) and the session keeps its kind. The projector
+      // runtime's batches and the API's requests share the pool, and each hand-over cost a round trip (the
+      // live-lag bench: 1.1 statements a write, of 16). After that transaction the checkout is where it began.
+      return this.send(`${opening[1]}; ${localLimits(switchTo.limits)}${opening[2] ?? ''}`, params, text);
+    }
+    if (params.length === 0 && READS.test(text) && !TRANSACTION_CONTROL.test(text)) {
+      // A message of reads (the shared log's page: the horizon and the read, in literals) takes the limits
+      // local to its own implicit transaction, in the same message, and the session keeps its kind.
       return this.send(`${localLimits(switchTo.limits)}; ${text}`, params, text);
     }
     return this.switchSession(switchTo).then(() => this.send<R>(text, params));

@@ -154,6 +154,18 @@ describe('a transaction that a checkout of the other kind opens first thing', ()
       expect(past.rows).toEqual([{ statement: '45s' }]);
       expect(purposes).toEqual(['session-limits', 'transaction']);
       expect(await sql<{ n: number }>`select ${4}::int as n`.execute(database.db).then(({ rows }) => rows)).toEqual([{ n: 4 }]);
+      // A transaction that names its isolation level: its limits come after its START TRANSACTION, as
+      // PostgreSQL takes an isolation level only before a transaction's first query.
+      purposes.length = 0;
+      expect(
+        await inBackground(() =>
+          database.db
+            .transaction()
+            .setIsolationLevel('repeatable read')
+            .execute((trx) => limits(trx)),
+        ),
+      ).toEqual(background);
+      expect(purposes).toEqual(['transaction', 'other', 'transaction']);
       // A checkout that goes on after its transaction: the session switches then, outside any transaction.
       const after = await inBackground(() =>
         database.db.connection().execute(async (session) => {
