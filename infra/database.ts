@@ -246,9 +246,12 @@ const OPENING_BEGIN = /^(\s*(?:\/\*[^*]*\*\/\s*)?(?:begin|start transaction)\b[^
 const READS = /^\s*(?:\/\*[^*]*\*\/\s*)?select\b/i;
 const TRANSACTION_CONTROL = /\b(?:begin|commit|rollback|abort|savepoint|release|prepare|start\s+transaction)\b|;\s*end\b/i;
 
-/** The statement setting `limits` for the rest of the transaction it runs in (integers: no quoting needed). */
-function localLimits(limits: SessionLimits): string {
-  return `select set_config('statement_timeout', '${limits.statementMs}', true), set_config('idle_in_transaction_session_timeout', '${limits.idleInTransactionMs}', true)`;
+/**
+ * The statement setting `limits` for the rest of the transaction it runs in (`local`), or for the session
+ * (integers: no quoting needed).
+ */
+function limitsStatement(limits: SessionLimits, local: boolean): string {
+  return `select set_config('statement_timeout', '${limits.statementMs}', ${local}), set_config('idle_in_transaction_session_timeout', '${limits.idleInTransactionMs}', ${local})`;
 }
 
 class GuardedSession implements PostgresPoolClient {
@@ -280,12 +283,12 @@ class GuardedSession implements PostgresPoolClient {
       // true)`, in the same message: no round trip of their own) and the session keeps its kind. The projector
       // runtime's batches and the API's requests share the pool, and each hand-over cost a round trip (the
       // live-lag bench: 1.1 statements a write, of 16). After that transaction the checkout is where it began.
-      return this.send(`${opening[1]}; ${localLimits(switchTo.limits)}${opening[2] ?? ''}`, params, text);
+      return this.send(`${opening[1]}; ${limitsStatement(switchTo.limits, true)}${opening[2] ?? ''}`, params, text);
     }
     if (params.length === 0 && READS.test(text) && !TRANSACTION_CONTROL.test(text)) {
       // A message of reads (the shared log's page: the horizon and the read, in literals) takes the limits
       // local to its own implicit transaction, in the same message, and the session keeps its kind.
-      return this.send(`${localLimits(switchTo.limits)}; ${text}`, params, text);
+      return this.send(`${limitsStatement(switchTo.limits, true)}; ${text}`, params, text);
     }
     return this.switchSession(switchTo).then(() => this.send<R>(text, params));
   }
@@ -301,10 +304,7 @@ class GuardedSession implements PostgresPoolClient {
    * would undo it), and records its kind.
    */
   private async switchSession(switchTo: LimitsSwitch): Promise<void> {
-    await this.send(
-      `/* engage:session-limits */ select set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $2, false)`,
-      [String(switchTo.limits.statementMs), String(switchTo.limits.idleInTransactionMs)],
-    );
+    await this.send(`/* engage:session-limits */ ${limitsStatement(switchTo.limits, false)}`, []);
     switchTo.switched.set(this.client, switchTo.kind);
     this.switchTo = null;
   }

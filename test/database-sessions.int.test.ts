@@ -15,6 +15,11 @@ const KIND_TIMEOUTS = { statementMs: 1500, idleInTransactionMs: 1200, background
 const request = { statement: '1500ms', idle: '1200ms' };
 const background = { statement: '45s', idle: '30s' };
 
+/** A pool of one session, handed to both kinds of work in turn. */
+function oneSessionPool() {
+  return openPostgres(test.url, { max: 1, timeouts: KIND_TIMEOUTS });
+}
+
 /** The statement and idle-in-transaction limits the session that runs this statement has. */
 async function limits(db: Kysely<any>) {
   const { rows } = await sql<{
@@ -50,11 +55,7 @@ describe('a pool session the server ends while it is checked out', () => {
 
 describe("a pool session's limits follow the kind of work that checks it out", () => {
   it('gives requests and background work their own statement and idle limits, whatever the work did before on the session', async () => {
-    // One session, handed to both kinds of work in turn.
-    const database = await openPostgres(test.url, {
-      max: 1,
-      timeouts: KIND_TIMEOUTS,
-    });
+    const database = await oneSessionPool();
     const switches: string[] = [];
     database.observeStatements((purpose) => {
       if (purpose === 'session-limits') switches.push(purpose);
@@ -100,10 +101,7 @@ describe("a pool session's limits follow the kind of work that checks it out", (
 
 describe('a transaction that a checkout of the other kind opens first thing', () => {
   it('takes its kind’s limits with its BEGIN, without a round trip of their own, and leaves the session as it was', async () => {
-    const database = await openPostgres(test.url, {
-      max: 1,
-      timeouts: KIND_TIMEOUTS,
-    });
+    const database = await oneSessionPool();
     const purposes: string[] = [];
     database.observeStatements((purpose) => purposes.push(purpose));
     try {
