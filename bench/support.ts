@@ -225,6 +225,29 @@ export function cpuTicksOf(pid: number): number | null {
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
+ * The last `limit` characters a child process wrote, for an error message. Chunks are kept as they came and
+ * joined only when asked: appending each chunk to a string and cutting it back copied the whole tail at every
+ * chunk, in the process that also drives the load (a service logging a line a request wrote 2,000 chunks a
+ * second, 100 MB a second of copies competing with the service for the machine).
+ */
+export class OutputTail {
+  private readonly chunks: Buffer[] = [];
+  private bytes = 0;
+
+  constructor(private readonly limit = 50_000) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.bytes += chunk.length;
+    while (this.chunks.length > 1 && this.bytes - this.chunks[0]!.length >= this.limit) this.bytes -= this.chunks.shift()!.length;
+  }
+
+  text(): string {
+    return Buffer.concat(this.chunks).toString().slice(-this.limit);
+  }
+}
+
+/**
  * Runs `main` when the file is the process's entry point (each benchmark also runs alone, and `run.ts`
  * runs each in a process of its own so its memory is its own): the result goes to BENCH_RESULT_FILE as
  * JSON, or to stdout.

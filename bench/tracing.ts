@@ -14,7 +14,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
-import { percentiles, runIfMain, scratchDatabase, sleep } from './support.ts';
+import { OutputTail, percentiles, runIfMain, scratchDatabase, sleep } from './support.ts';
 
 const EVENTS = Number(process.env.BENCH_TRACING_EVENTS ?? 600);
 const ROUNDS = Number(process.env.BENCH_TRACING_ROUNDS ?? 3);
@@ -65,13 +65,20 @@ async function measure(env: Record<string, string>): Promise<{ cpuMsPerEvent: nu
   const organisation = JSON.parse(created.stdout) as { domain: string; token: string };
   const server = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], { env: serverEnv, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
-    let log = '';
-    server.stdout.on('data', (chunk: Buffer) => (log = (log + chunk.toString()).slice(-100_000)));
-    while (!log.includes('engage listening')) {
-      if (server.exitCode !== null) throw new Error(`the server exited:\n${log}`);
+    const log = new OutputTail(100_000);
+    let listening: string | undefined;
+    server.stdout.on('data', (chunk: Buffer) => {
+      log.push(chunk);
+      listening ??= log
+        .text()
+        .split('\n')
+        .find((line) => line.includes('engage listening') && line.endsWith('}'));
+    });
+    while (listening === undefined) {
+      if (server.exitCode !== null) throw new Error(`the server exited:\n${log.text()}`);
       await sleep(100);
     }
-    const port = (JSON.parse(log.split('\n').find((line) => line.includes('engage listening'))!) as { port: number }).port;
+    const port = (JSON.parse(listening) as { port: number }).port;
     const call = (method: string, path: string, body?: unknown) =>
       new Promise<{ status: number; body: any }>((resolve, reject) => {
         const payload = body === undefined ? undefined : JSON.stringify(body);

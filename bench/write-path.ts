@@ -39,6 +39,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { dataFolderOf, localUrlOf, readCredentials, readPostmaster, stopServer } from '../infra/embedded-postgres.ts';
 import {
+  OutputTail,
   PeakSampler,
   commitDescription,
   cpuTicksOf,
@@ -253,13 +254,16 @@ interface Started {
 /** Starts a process and waits (at most `timeoutMs`) for the stdout line `portOf` finds a port in. */
 async function startProcess(args: string[], env: NodeJS.ProcessEnv, portOf: (line: string) => number | null, timeoutMs: number): Promise<Started> {
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let log = '';
+  const log = new OutputTail();
   let port: number | null = null;
+  // Lines are looked at only until the port is known, and only once each.
+  let unfinishedLine = '';
   const take = (chunk: Buffer) => {
-    const text = chunk.toString();
-    log = (log + text).slice(-50_000);
+    log.push(chunk);
     if (port !== null) return;
-    for (const line of log.split('\n')) port ??= portOf(line);
+    const lines = (unfinishedLine + chunk.toString()).split('\n');
+    unfinishedLine = lines.pop()!;
+    for (const line of lines) port ??= portOf(line);
   };
   child.stdout.on('data', take);
   child.stderr.on('data', take);
@@ -273,14 +277,14 @@ async function startProcess(args: string[], env: NodeJS.ProcessEnv, portOf: (lin
   };
   const deadline = Date.now() + timeoutMs;
   while (port === null) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${args.join(' ')} exited before listening:\n${log.slice(-4000)}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${args.join(' ')} exited before listening:\n${log.text().slice(-4000)}`);
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`${args.join(' ')} did not listen within ${timeoutMs / 1000} s:\n${log.slice(-4000)}`);
+      throw new Error(`${args.join(' ')} did not listen within ${timeoutMs / 1000} s:\n${log.text().slice(-4000)}`);
     }
     await sleep(50);
   }
-  return { child, port, output: () => log, stop };
+  return { child, port, output: () => log.text(), stop };
 }
 
 const listeningPort = (line: string): number | null => {
