@@ -48,5 +48,21 @@ export function headerIdempotency(req: Request, res: Response): Idempotency | un
 export function respondHandled(res: Response, handled: Handled, reveal?: (body: any) => unknown): void {
   setEventPosition(res, handled.position);
   if (handled.replayed) res.set('idempotent-replayed', 'true');
-  res.status(handled.response.status).json(reveal ? reveal(handled.response.body) : handled.response.body);
+  sendJson(res, handled.response.status, reveal ? reveal(handled.response.body) : handled.response.body);
+}
+
+/**
+ * A command's answer, written as `res.json` would less its ETag: express hashes every answer it sends (and
+ * copies it into a buffer to do so) for a revalidation no client makes of a write's answer. A 204 has no body.
+ */
+function sendJson(res: Response, status: number, body: unknown): void {
+  res.status(status);
+  const text = status === 204 || body === undefined ? undefined : JSON.stringify(body);
+  if (text === undefined) {
+    res.end();
+    return;
+  }
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.setHeader('content-length', Buffer.byteLength(text));
+  res.end(text);
 }
