@@ -26,6 +26,7 @@ import {
 import type { Caller, ServiceContext } from '../api/context.ts';
 import { communityChecks } from './reference-checks.ts';
 import { createUserParts, externalUserIdStream } from './users.ts';
+import { streamStatesOf } from './stream-states.ts';
 
 export interface ResolvedUser {
   userId: string;
@@ -95,7 +96,7 @@ export function customEventIdempotency(caller: Caller, body: LogCustomEventBody,
  * The parts of logging `body`: the user resolved on the streams (created atomically with the event when
  * `autoCreateUser` asks), the community checked, the event on a new stream of its own.
  */
-export async function customEventParts(ctx: ServiceContext, caller: Caller, body: LogCustomEventBody): Promise<CommandPart[]> {
+export async function customEventParts(ctx: ServiceContext, caller: Caller, body: LogCustomEventBody, firstResolution = true): Promise<CommandPart[]> {
   const { organisationId, tokenId } = caller;
   const now = caller.metadata.occurredAt ?? ctx.clock.now().toISOString();
   const eventId = newId();
@@ -120,12 +121,17 @@ export async function customEventParts(ctx: ServiceContext, caller: Caller, body
       },
     },
   });
-  const user = await resolveUser(ctx.store, organisationId, body.userId);
+  const claimUnread = body.autoCreateUser === true && firstResolution && !streamStatesOf(ctx.store).has(externalUserIdStream(organisationId, body.userId));
+  const user = claimUnread ? await userById(ctx.store, organisationId, body.userId) : await resolveUser(ctx.store, organisationId, body.userId);
   if (user) return [...communityChecks(organisationId, [body.communityId]), logEvent(user)];
   if (body.autoCreateUser) {
     const created = { userId: newId(), externalUserId: body.userId };
     const [claim, userPart, ...rest] = createUserParts({ ...created, organisationId, profile: blankProfile(body.communityId), now });
-    return [{ ...claim!, decider: autoCreateClaimDecider }, userPart!, ...rest, logEvent(created)];
+    // An external id this process knows nothing of is claimed unread, as a new stream: a claim that exists
+    // (made elsewhere, or dropped from this process's states) is then a conflict, decided again on the claim
+    // read (UserCreatedMeanwhile) and resolved again, reading. A new user's request saves the claim's read;
+    // an existing user's first request in this process pays an append refused instead.
+    return [{ ...claim!, decider: autoCreateClaimDecider, newStream: claimUnread }, userPart!, ...rest, logEvent(created)];
   }
   return [
     {
@@ -146,7 +152,7 @@ export const respondLogged = (events: unknown[][]) => ({ status: 200, body: logg
 export async function logCustomEvent(ctx: ServiceContext, caller: Caller, body: LogCustomEventBody, idempotency?: Idempotency): Promise<Handled> {
   const keyed = customEventIdempotency(caller, body, idempotency);
   for (let resolution = 1; ; resolution++) {
-    const parts = await customEventParts(ctx, caller, body);
+    const parts = await customEventParts(ctx, caller, body, resolution === 1);
     try {
       return await handleCommand(ctx.store, parts, caller.metadata, respondLogged, keyed);
     } catch (error) {

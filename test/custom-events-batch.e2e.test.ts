@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { streamStatesOf } from '../command-api/stream-states.ts';
 import { externalUserIdStream } from '../command-api/users.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
 import { waitUntil } from './support/projections.ts';
@@ -126,6 +127,20 @@ describe('POST /events/custom/batch over HTTP', () => {
     expect(userIds.size).toBe(1);
     expect(await t.service.store.readStream(externalUserIdStream(acme.organisationId, 'crm-batch-twice'))).toHaveLength(1);
     expect((await t.service.store.readStream(`user-${[...userIds][0] as string}`)).map((e) => e.type)).toEqual(['UserCreated']);
+  });
+
+  it('an event that auto-creates an existing user this process holds nothing of goes to that user', async () => {
+    const created = await t.request('POST', '/api/v2/admin/users', { ...as(acme), body: { externalUserId: 'crm-batch-elsewhere' } });
+    expect(created.status).toBe(201);
+    const claimStream = externalUserIdStream(acme.organisationId, 'crm-batch-elsewhere');
+    streamStatesOf(t.service.store).forget(claimStream);
+    const before = await t.eventCount();
+    const response = await batch([event({ userId: 'crm-batch-elsewhere', autoCreateUser: true }), event({ userId: 'crm-batch-fresh', autoCreateUser: true })]);
+    expect(response.body.map((result: { status: number }) => result.status)).toEqual([200, 200]);
+    expect(response.body[0].event.userId).toBe(created.body.id);
+    expect(await t.service.store.readStream(claimStream)).toHaveLength(1);
+    // Two events with their nonce records, and the fresh user's claim and creation.
+    expect(await t.eventCount()).toBe(before + 6);
   });
 
   it('a NUL or an unpaired surrogate in one event refuses that event, not the batch', async () => {
