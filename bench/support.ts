@@ -228,18 +228,32 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  * The last `limit` characters a child process wrote, for an error message. Chunks are kept as they came and
  * joined only when asked: appending each chunk to a string and cutting it back copied the whole tail at every
  * chunk, in the process that also drives the load (a service logging a line a request wrote 2,000 chunks a
- * second, 100 MB a second of copies competing with the service for the machine).
+ * second, 100 MB a second of copies competing with the service for the machine). `watch` sees each complete
+ * line once, until it returns true (the line it waited for, such as the service's `engage listening`).
  */
 export class OutputTail {
   private readonly chunks: Buffer[] = [];
   private bytes = 0;
+  private unfinishedLine = '';
 
-  constructor(private readonly limit = 50_000) {}
+  constructor(
+    private readonly limit = 50_000,
+    private watch: ((line: string) => boolean) | null = null,
+  ) {}
 
   push(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.bytes += chunk.length;
     while (this.chunks.length > 1 && this.bytes - this.chunks[0]!.length >= this.limit) this.bytes -= this.chunks.shift()!.length;
+    if (!this.watch) return;
+    const lines = (this.unfinishedLine + chunk.toString()).split('\n');
+    this.unfinishedLine = lines.pop()!;
+    for (const line of lines) {
+      if (!this.watch(line)) continue;
+      this.watch = null;
+      this.unfinishedLine = '';
+      return;
+    }
   }
 
   text(): string {

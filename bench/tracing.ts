@@ -65,15 +65,13 @@ async function measure(env: Record<string, string>): Promise<{ cpuMsPerEvent: nu
   const organisation = JSON.parse(created.stdout) as { domain: string; token: string };
   const server = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], { env: serverEnv, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
-    const log = new OutputTail(100_000);
     let listening: string | undefined;
-    server.stdout.on('data', (chunk: Buffer) => {
-      log.push(chunk);
-      listening ??= log
-        .text()
-        .split('\n')
-        .find((line) => line.includes('engage listening') && line.endsWith('}'));
+    const log = new OutputTail(100_000, (line) => {
+      if (!line.includes('engage listening')) return false;
+      listening = line;
+      return true;
     });
+    server.stdout.on('data', (chunk: Buffer) => log.push(chunk));
     while (listening === undefined) {
       if (server.exitCode !== null) throw new Error(`the server exited:\n${log.text()}`);
       await sleep(100);

@@ -254,17 +254,12 @@ interface Started {
 /** Starts a process and waits (at most `timeoutMs`) for the stdout line `portOf` finds a port in. */
 async function startProcess(args: string[], env: NodeJS.ProcessEnv, portOf: (line: string) => number | null, timeoutMs: number): Promise<Started> {
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const log = new OutputTail();
   let port: number | null = null;
-  // Lines are looked at only until the port is known, and only once each.
-  let unfinishedLine = '';
-  const take = (chunk: Buffer) => {
-    log.push(chunk);
-    if (port !== null) return;
-    const lines = (unfinishedLine + chunk.toString()).split('\n');
-    unfinishedLine = lines.pop()!;
-    for (const line of lines) port ??= portOf(line);
-  };
+  const log = new OutputTail(50_000, (line) => {
+    port = portOf(line);
+    return port !== null;
+  });
+  const take = (chunk: Buffer) => log.push(chunk);
   child.stdout.on('data', take);
   child.stderr.on('data', take);
   const stop = async () => {
