@@ -529,6 +529,58 @@ describe('projector runtime on PostgreSQL, across processes and sessions', () =>
       delete (store as { announceAppender?: unknown }).announceAppender;
     }
   });
+  it("wakes this process's readers when a process manager's batch that held the horizon ends without appending", async () => {
+    // The manager's batch takes a transaction id, so it holds every reader's horizon; while it is open an event
+    // appended elsewhere is committed but hidden, and the tally's reads find nothing new. It then commits
+    // without appending: no NOTIFY says so. The poll is an hour here, so only the runtime's own wake-up can
+    // show the event to the tally before the test times out.
+    const reads: ('started' | 'done')[] = [];
+    const readAll = store.readAll.bind(store);
+    store.readAll = async (options) => {
+      reads.push('started');
+      try {
+        return await readAll(options);
+      } finally {
+        reads.push('done');
+      }
+    };
+    let hidden: string | null = null;
+    const holder = defineProcessManager<object, { type: 'Held'; data: object }>({
+      name: 'holder',
+      version: 1,
+      migrations: {},
+      canHandle: ['Held'],
+      async handle(db) {
+        await sql`select pg_current_xact_id()`.execute(db);
+        const stream = `tally-hidden-${Math.random().toString(36).slice(2)}`;
+        await store.append(stream, [{ type: 'Counted', data: {} }]);
+        hidden = stream;
+        // Until the reads that its wake-ups start have come back (the event hidden from them), at most 2 s.
+        const from = reads.length;
+        await waitUntil(() => reads.slice(from).filter((step) => step === 'done').length >= 2, 2000).catch(() => undefined);
+      },
+    });
+    await prepareProjections(test.database.db, [tallyProjection, holder]);
+    const both = new ProjectionRunner(test.database, store, [tallyProjection, holder], silent, {
+      scanIntervalMs: 100,
+      leaseMs: 1500,
+      idlePollMs: 3_600_000,
+      liveBatchIntervalMs: 0,
+    });
+    try {
+      await both.start();
+      await store.append(`held-${Math.random().toString(36).slice(2)}`, [{ type: 'Held', data: {} }]);
+      await waitUntil(() => hidden !== null, 20_000, 'the manager to append while it holds the horizon');
+      await waitUntil(
+        async () => (await test.database.db.selectFrom('tally').select('applied').where('stream', '=', hidden!).executeTakeFirst()) !== undefined,
+        20_000,
+        'the tally to apply the event the batch had hidden',
+      );
+    } finally {
+      await both.stop();
+      delete (store as { readAll?: unknown }).readAll;
+    }
+  });
   it("begins each batch's transaction in its checkpoint's statement: a checkpoint and a commit per batch, no BEGIN of its own", async () => {
     const purposes = new Map<string, number>();
     let observing = false;

@@ -401,6 +401,17 @@ export class PostgresEventStore implements EventStore {
     return this.signal.version;
   }
 
+  /**
+   * A transaction of this process that announced itself as an appender and appended nothing has ended (a process
+   * manager's batch that decided nothing): the events that others committed while its id held the horizon show
+   * now, and no NOTIFY says so. Readers here look again instead of sleeping until their poll. Readers in other
+   * processes (a second projector process) still learn it from the next NOTIFY or their poll (`idlePollMs`, 1 s):
+   * a NOTIFY in such a batch would queue its commit behind every other notifier's.
+   */
+  horizonReleased(): void {
+    this.signal.notify();
+  }
+
   /** Resolves when an append (in this process or, through NOTIFY, any other) may have landed. */
   waitForAppends(timeoutMs: number, signal: AbortSignal): Promise<void> {
     this.ensureListening();

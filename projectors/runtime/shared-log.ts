@@ -44,6 +44,8 @@ export interface LogReader {
  */
 export class SharedLog {
   private readonly chain = new Map<string, Position>();
+  /** No page start in the chain is past this one (it may itself have left the chain): a read past it stops nowhere. */
+  private lastStart: Position | null = null;
   private readonly cached = new Map<string, LogPage>();
   private cachedEvents = 0;
   private readonly inFlight = new Map<string, Promise<LogPage>>();
@@ -169,6 +171,8 @@ export class SharedLog {
 
   /** The smallest page start in the chain past `after`: where a read from `after` should stop to join it. */
   private nextKnownStart(after: Position | null): Position | undefined {
+    // At the head, where live consumers read, the walk over thousands of starts found nothing every time.
+    if (after !== null && (this.lastStart === null || after >= this.lastStart)) return undefined;
     let best: Position | undefined;
     for (const start of this.chain.keys()) {
       if (start === '' || (after !== null && start <= after)) continue;
@@ -179,6 +183,7 @@ export class SharedLog {
 
   private remember(key: string, page: LogPage): void {
     this.chain.set(key, page.checkpoint!);
+    if (key !== '' && (this.lastStart === null || key > this.lastStart)) this.lastStart = key;
     if (!this.index.has(key)) this.index.set(key, this.nextIndex++);
     if (!this.index.has(page.checkpoint!)) this.index.set(page.checkpoint!, this.nextIndex++);
     this.cached.set(key, page);
