@@ -102,6 +102,7 @@ export async function openService(config: Config, logger: Logger, options: Servi
   // A failed start stops the embedded server it started (unless another process uses it too).
   const database = await openPostgres(config.databaseUrl ?? embedded!.localUrl, {
     max: config.databasePoolSize,
+    preparedStatements: config.databasePreparedStatements,
     applicationName: config.applicationName,
     timeouts: config.databaseTimeouts,
   }).catch(async (error: unknown) => {

@@ -105,7 +105,13 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
   const capacitySeconds = Number(process.env.BENCH_LAG_CAPACITY_S ?? 3);
   const lagSeconds = Number(process.env.BENCH_LAG_SECONDS ?? 60);
   const scratch = await scratchDatabase('engage_bench_live');
-  const database = await openPostgres(scratch.url(), { max: 10, applicationName: SERVICE_APPLICATION });
+  // DATABASE_PREPARED_STATEMENTS as the service reads it (to compare a run without named statements).
+  const prepared = process.env.DATABASE_PREPARED_STATEMENTS;
+  const database = await openPostgres(scratch.url(), {
+    max: 10,
+    applicationName: SERVICE_APPLICATION,
+    preparedStatements: prepared === undefined ? undefined : Number(prepared),
+  });
   const statements = new Map<string, number>();
   let countingStatements = false;
   database.observeStatements((purpose) => {

@@ -69,6 +69,8 @@ export const environment = z.object({
   // How far V8 lets its old generation grow past what survived the last full collection (main.ts says why).
   HEAP_GROWING_PERCENT: integer(50, 0, 1000),
   DATABASE_POOL_SIZE: integer(10, 1, 200),
+  // Named statements per pool session (infra/database.ts, StatementNames); 0 for a pooler in transaction mode.
+  DATABASE_PREPARED_STATEMENTS: integer(256, 0, 10_000),
   // How long the process waits on its stores (infra/database.ts says why there are two kinds of work).
   DATABASE_CONNECT_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.connectMs, 100, 60_000),
   DATABASE_STATEMENT_TIMEOUT_MS: integer(DEFAULT_DATABASE_TIMEOUTS.statementMs, 100, 600_000),
@@ -133,6 +135,7 @@ export interface Config {
   /** V8's `--heap-growing-percent` for the service process (0: V8's own growth, up to 4× on a machine with plenty of memory). */
   heapGrowingPercent: number;
   databasePoolSize: number;
+  databasePreparedStatements: number;
   /** Connect, statement and idle-in-transaction limits of PostgreSQL sessions, for requests and for background work. */
   databaseTimeouts: DatabaseTimeouts;
   redisConnectTimeoutMs: number;
@@ -191,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: value.SHUTDOWN_TIMEOUT_MS,
     heapGrowingPercent: value.HEAP_GROWING_PERCENT,
     databasePoolSize: value.DATABASE_POOL_SIZE,
+    databasePreparedStatements: value.DATABASE_PREPARED_STATEMENTS,
     databaseTimeouts: {
       connectMs: value.DATABASE_CONNECT_TIMEOUT_MS,
       statementMs: value.DATABASE_STATEMENT_TIMEOUT_MS,

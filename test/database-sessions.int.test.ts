@@ -191,3 +191,67 @@ describe('a transaction that a checkout of the other kind opens first thing', ()
     }
   });
 });
+
+describe("the pool's frequent statements are named, once per session", () => {
+  /** The named statements of the pool's one session, as it lists them itself. */
+  async function prepared(db: Kysely<any>) {
+    const { rows } = await sql<{ statement: string }>`select statement from pg_prepared_statements order by statement`.execute(db);
+    return rows.map((row) => row.statement);
+  }
+
+  it('names a statement with parameters from its third use, keeps its answers, and leaves others unnamed', async () => {
+    const database = await oneSessionPool();
+    try {
+      const answers: number[] = [];
+      for (let n = 1; n <= 5; n++) answers.push((await sql<{ n: number }>`select ${n}::int + 0 as n`.execute(database.db)).rows[0]!.n);
+      expect(answers).toEqual([1, 2, 3, 4, 5]);
+      await sql`select ${1}::int + 1 as once`.execute(database.db);
+      expect(await prepared(database.db)).toEqual(['select $1::int + 0 as n']);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('names none when told so, and at most so many a session', async () => {
+    const none = await openPostgres(test.url, { max: 1, preparedStatements: 0 });
+    const two = await openPostgres(test.url, { max: 1, preparedStatements: 2 });
+    try {
+      for (const database of [none, two]) {
+        for (const k of [1, 2, 3]) for (let n = 0; n < 3; n++) await sql`select ${n}::int + ${sql.lit(k)} as n`.execute(database.db);
+      }
+      expect(await prepared(none.db)).toEqual([]);
+      expect(await prepared(two.db)).toEqual(['select $1::int + 1 as n', 'select $1::int + 2 as n']);
+    } finally {
+      await none.close();
+      await two.close();
+    }
+  });
+
+  it('prepares a statement again when DDL changed what it returns: at once outside a transaction, at its next use inside one', async () => {
+    const database = await oneSessionPool();
+    try {
+      await sql`create table prepared_rows (id int primary key)`.execute(database.db);
+      await sql`insert into prepared_rows values (1)`.execute(database.db);
+      const read = () => sql<Record<string, unknown>>`select * from prepared_rows where id = ${1}`.execute(database.db);
+      for (let n = 0; n < 4; n++) await read();
+      expect(await prepared(database.db)).toContain('select * from prepared_rows where id = $1');
+      await sql`alter table prepared_rows add column label text default 'new'`.execute(database.db);
+      // Outside a transaction: the stale plan is retired and the statement goes again, unnamed.
+      expect((await read()).rows).toEqual([{ id: 1, label: 'new' }]);
+      // Its next use prepares it under a new name, as it is now.
+      expect((await read()).rows).toEqual([{ id: 1, label: 'new' }]);
+      await sql`alter table prepared_rows add column size int default 7`.execute(database.db);
+      // Inside one the failure ends the transaction, as any error does; the next use prepares it afresh.
+      const inTransaction = await database.db
+        .transaction()
+        .execute(async (trx) => sql`select * from prepared_rows where id = ${1}`.execute(trx))
+        .catch((error: unknown) => error);
+      expect((inTransaction as { code?: string }).code).toBe('0A000');
+      expect((await read()).rows).toEqual([{ id: 1, label: 'new', size: 7 }]);
+      expect((await read()).rows).toEqual([{ id: 1, label: 'new', size: 7 }]);
+    } finally {
+      await sql`drop table if exists prepared_rows`.execute(database.db);
+      await database.close();
+    }
+  });
+});

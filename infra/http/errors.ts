@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { ZodError } from 'zod';
 import { DomainError } from '../../domain/decider.ts';
 import { EventIdConflictError, WrongExpectedRevisionError } from '../event-store/port.ts';
+import { isStalePreparedStatement } from '../database.ts';
 
 /** The contract's error body: `{message, code, issues?}`. */
 export interface ErrorBody {
@@ -79,11 +80,17 @@ function toHttpError(error: unknown): HttpError | null {
 
 // A store that cannot answer now: refused or lost connections, and every time-out on the way (connect, a
 // free connection in the pool, the server's statement, idle-in-transaction and lock timeouts, and the
-// process's own wait for an answer: DatabaseTimeoutError's ETIMEDOUT). A retry may well succeed: 503.
+// process's own wait for an answer: DatabaseTimeoutError's ETIMEDOUT), and a prepared statement whose plan
+// DDL had made stale inside a transaction (once: it is prepared afresh, see StatementNames). A retry may
+// well succeed: 503.
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '08006', '08001', '57014', '25P03', '55P03', '57P03', '53300']);
 const UNAVAILABLE_MESSAGES = /timeout exceeded when trying to connect|Connection terminated/i;
 
 function isConnectionFailure(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  return (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) || (typeof message === 'string' && UNAVAILABLE_MESSAGES.test(message));
+  return (
+    (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) ||
+    (typeof message === 'string' && UNAVAILABLE_MESSAGES.test(message)) ||
+    isStalePreparedStatement(error)
+  );
 }
