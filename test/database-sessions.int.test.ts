@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inBackground, openPostgres } from '../infra/database.ts';
+import { knownErrorAnswer } from '../infra/http/errors.ts';
 import { freshDatabase } from './support/databases.ts';
 
 /**
@@ -247,6 +248,8 @@ describe("the pool's frequent statements are named, once per session", () => {
         .execute(async (trx) => sql`select * from prepared_rows where id = ${1}`.execute(trx))
         .catch((error: unknown) => error);
       expect((inTransaction as { code?: string }).code).toBe('0A000');
+      // A request that met it is told to retry: the next attempt prepares the statement afresh.
+      expect(knownErrorAnswer(inTransaction)?.status).toBe(503);
       expect((await read()).rows).toEqual([{ id: 1, label: 'new', size: 7 }]);
       expect((await read()).rows).toEqual([{ id: 1, label: 'new', size: 7 }]);
     } finally {
