@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { streamStatesOf } from '../command-api/stream-states.ts';
 import { externalUserIdStream } from '../command-api/users.ts';
 import { waitForProjections } from '../projectors/runtime/index.ts';
 import { waitUntil } from './support/projections.ts';
@@ -130,14 +129,11 @@ describe('POST /events/custom/batch over HTTP', () => {
   });
 
   it('an event that auto-creates an existing user this process holds nothing of goes to that user', async () => {
-    const created = await t.request('POST', '/api/v2/admin/users', { ...as(acme), body: { externalUserId: 'crm-batch-elsewhere' } });
-    expect(created.status).toBe(201);
-    const claimStream = externalUserIdStream(acme.organisationId, 'crm-batch-elsewhere');
-    streamStatesOf(t.service.store).forget(claimStream);
+    const { userId, claimStream } = await t.userCreatedElsewhere(acme, 'crm-batch-elsewhere');
     const before = await t.eventCount();
     const response = await batch([event({ userId: 'crm-batch-elsewhere', autoCreateUser: true }), event({ userId: 'crm-batch-fresh', autoCreateUser: true })]);
     expect(response.body.map((result: { status: number }) => result.status)).toEqual([200, 200]);
-    expect(response.body[0].event.userId).toBe(created.body.id);
+    expect(response.body[0].event.userId).toBe(userId);
     expect(await t.service.store.readStream(claimStream)).toHaveLength(1);
     // Two events with their nonce records, and the fresh user's claim and creation.
     expect(await t.eventCount()).toBe(before + 6);

@@ -200,22 +200,19 @@ describe('POST /events/custom over HTTP', () => {
   });
 
   it('autoCreateUser for an existing user this process holds nothing of (as another process would) logs the event for that user', async () => {
-    const created = await t.request('POST', '/api/v2/admin/users', { ...as(acme), body: { externalUserId: 'crm-elsewhere' } });
-    expect(created.status).toBe(201);
-    const claimStream = externalUserIdStream(acme.organisationId, 'crm-elsewhere');
-    streamStatesOf(t.service.store).forget(claimStream);
+    const { userId, claimStream } = await t.userCreatedElsewhere(acme, 'crm-elsewhere');
     const before = await t.eventCount();
     // The claim is taken unread as a new stream: the append refuses it, and the event goes to the user who has it.
     const response = await log({ ...valid(), userId: 'crm-elsewhere', autoCreateUser: true });
     expect(response.status).toBe(200);
-    expect(response.body.userId).toBe(created.body.id);
+    expect(response.body.userId).toBe(userId);
     expect(response.body.externalUserId).toBe('crm-elsewhere');
     expect(await t.eventCount()).toBe(before + 1);
     expect(await t.service.store.readStream(claimStream)).toHaveLength(1);
     // Its claim is now known here: the next one is decided on it.
     expect(streamStatesOf(t.service.store).has(claimStream)).toBe(true);
     const again = await log({ ...valid(), userId: 'crm-elsewhere', autoCreateUser: true });
-    expect(again.body.userId).toBe(created.body.id);
+    expect(again.body.userId).toBe(userId);
   });
 
   it('autoCreateUser creates exactly one user when requests race', async () => {

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { createOrganisation, issueToken, revokeToken } from '../../command-api/organisations.ts';
+import { streamStatesOf } from '../../command-api/stream-states.ts';
+import { externalUserIdStream } from '../../command-api/users.ts';
 import { loadConfig } from '../../infra/config.ts';
 import type { Logger } from '../../infra/logging.ts';
 import { createHttpServer } from '../../infra/http/plumbing.ts';
@@ -59,9 +61,10 @@ export async function startTestService(
   const listener: Server = createHttpServer(service.app).listen(0, '127.0.0.1');
   await new Promise((resolve) => listener.once('listening', resolve));
   const metadata = { actor: 'test' };
+  const request = httpClient(listener);
   return {
     service,
-    request: httpClient(listener),
+    request,
     createOrganisation: (slug: string) => createOrganisation(service, { name: `Organisation ${slug}`, slug }, metadata),
     issueToken: (input: Parameters<typeof issueToken>[1]) => issueToken(service, input, metadata),
     revokeToken: (tokenId: string) => revokeToken(service, { tokenId }, metadata),
@@ -89,13 +92,25 @@ export async function startTestService(
     /**
      * Events committed so far, visible to readers or not: the store's own count stops at the oldest open
      * transaction (a projector's batch, say), so it could grow after a refused request and fake an append.
+     * `except` leaves out streams whose name starts with one of these (e.g. `webhookdelivery-`, written later
+     * by a process manager).
      */
-    /** Events in the store; `except` leaves out streams whose name starts with one of these (e.g. `webhookdelivery-`, written later by a process manager). */
     async eventCount(except: string[] = []) {
       let query = service.database.db.selectFrom('es_events').select((eb) => eb.fn.countAll<string>().as('count'));
       for (const prefix of except) query = query.where('stream_name', 'not like', `${prefix}%`);
       const row = await query.executeTakeFirstOrThrow();
       return Number(row.count);
+    },
+    /**
+     * A user created over HTTP whose claim this process then forgets, as if another process had created it:
+     * what `autoCreateUser` meets when it takes an external id unread.
+     */
+    async userCreatedElsewhere(tenant: Tenant, externalUserId: string): Promise<{ userId: string; claimStream: string }> {
+      const created = await request('POST', '/api/v2/admin/users', { ...asTenant(tenant), body: { externalUserId } });
+      if (created.status !== 201) throw new Error(`POST /users answered ${created.status}`);
+      const claimStream = externalUserIdStream(tenant.organisationId, externalUserId);
+      streamStatesOf(service.store).forget(claimStream);
+      return { userId: (created.body as { id: string }).id, claimStream };
     },
     async close() {
       await new Promise((resolve) => listener.close(resolve));
