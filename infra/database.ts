@@ -378,8 +378,8 @@ const COUNTED_TEXTS = 5000;
 export class StatementNames {
   private readonly uses = new Map<string, number>();
   private readonly names = new Map<string, string>();
-  /** Per session: how many names it holds, and the texts retired on it (with how many times). */
-  private readonly sessions = new WeakMap<pg.PoolClient, { held: number; retired: Map<string, number> | null }>();
+  /** Per session: the names it was sent (pg parses each once there), and the texts retired on it (with how many times). */
+  private readonly sessions = new WeakMap<pg.PoolClient, { names: Set<string>; retired: Map<string, number> | null }>();
 
   constructor(private readonly perSession: number) {}
 
@@ -400,12 +400,12 @@ export class StatementNames {
       this.names.set(text, name);
     }
     let session = this.sessions.get(client);
-    if (!session) this.sessions.set(client, (session = { held: 0, retired: null }));
+    if (!session) this.sessions.set(client, (session = { names: new Set(), retired: null }));
     const retired = session.retired?.get(text);
     if (retired !== undefined) name = `${name}_${retired}`;
-    if (!this.prepared(client, name)) {
-      if (session.held >= this.perSession) return undefined;
-      session.held++;
+    if (!session.names.has(name)) {
+      if (session.names.size >= this.perSession) return undefined;
+      session.names.add(name);
     }
     return name;
   }
@@ -416,13 +416,6 @@ export class StatementNames {
     if (!session) return;
     session.retired ??= new Map();
     session.retired.set(text, (session.retired.get(text) ?? 0) + 1);
-  }
-
-  /** Whether pg has parsed (or is parsing) `name` on this session already. */
-  private prepared(client: pg.PoolClient, name: string): boolean {
-    const connection = (client as unknown as { connection?: { parsedStatements?: Record<string, string>; submittedNamedStatements?: Record<string, string> } })
-      .connection;
-    return connection?.parsedStatements?.[name] !== undefined || connection?.submittedNamedStatements?.[name] !== undefined;
   }
 }
 

@@ -74,7 +74,7 @@ function toHttpError(error: unknown): HttpError | null {
   if (error instanceof WrongExpectedRevisionError || error instanceof EventIdConflictError) {
     return conflict('The resource was changed by another request; retry with fresh data');
   }
-  if (isConnectionFailure(error)) return serviceUnavailable('A backing store is unavailable');
+  if (isStoreUnavailable(error)) return serviceUnavailable('A backing store is unavailable');
   return null;
 }
 
@@ -86,7 +86,7 @@ function toHttpError(error: unknown): HttpError | null {
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', '57P01', '08006', '08001', '57014', '25P03', '55P03', '57P03', '53300']);
 const UNAVAILABLE_MESSAGES = /timeout exceeded when trying to connect|Connection terminated/i;
 
-function isConnectionFailure(error: unknown): boolean {
+function isStoreUnavailable(error: unknown): boolean {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   return (
     (typeof code === 'string' && UNAVAILABLE_CODES.has(code)) ||

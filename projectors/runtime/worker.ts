@@ -324,7 +324,7 @@ export class GenerationWorker {
       if (this.building) await this.trySwap(from, true);
       // At the head, readers learn where it stands before the worker sleeps.
       else await this.standAt(from);
-      if (this.deps.store.appendVersion() === page.versionAtRead) await this.deps.store.waitForAppends(this.deps.options.idlePollMs ?? 1000, stopped);
+      await this.sleepUnlessWoken(page.versionAtRead, stopped);
       return;
     }
     const events = this.handledIn(page, []);
@@ -350,10 +350,16 @@ export class GenerationWorker {
     if (this.building) await this.trySwap(last.checkpoint, last.isEnd);
     else if (last.isEnd && this.deps.store.appendVersion() === last.versionAtRead) {
       // The page reached the head and no wake-up came since it was read: the read that would find the head
-      // again (empty) is skipped, as the wait after it would follow anyway.
+      // again (empty) is skipped, as the wait after it would follow anyway. One that comes while readers learn
+      // where the worker stands still counts.
       await this.standAt(last.checkpoint);
-      await this.deps.store.waitForAppends(this.deps.options.idlePollMs ?? 1000, stopped);
+      await this.sleepUnlessWoken(last.versionAtRead, stopped);
     }
+  }
+
+  /** Sleeps until the next wake-up or poll, unless one came since `versionAtRead` (the store's append version then). */
+  private async sleepUnlessWoken(versionAtRead: number, stopped: AbortSignal): Promise<void> {
+    if (this.deps.store.appendVersion() === versionAtRead) await this.deps.store.waitForAppends(this.deps.options.idlePollMs ?? 1000, stopped);
   }
 
   /** Moves the row's checkpoint from where it stands to `to` (compare-and-set, with other consumers' moves). */
