@@ -2,7 +2,7 @@ import { sql, type ColumnType, type Kysely, type Selectable } from 'kysely';
 import type { EngagementEvent, LeaderboardWindowEvent } from '../domain/engagement-events.ts';
 import type { Condition, LeaderboardEvent, LeaderboardStatus, MetricType, Period } from '../domain/leaderboard.ts';
 import type { UserEvent } from '../domain/user.ts';
-import type { Window } from '../domain/windows.ts';
+import type { Window, WindowedLeaderboard } from '../domain/windows.ts';
 import { leaderboardWindowOf, localDateOf, localIsoWeekOf } from './local-dates.ts';
 import { BatchTimeZones, createTimeZoneTable, TIME_ZONE_EVENTS, type TimeZoneEvent, type TimeZoneRow } from './organisation-time-zones.ts';
 import { defineProjection, type Recorded } from './projection.ts';
@@ -67,18 +67,25 @@ type Leaderboard = Selectable<StandingsLeaderboardRow>;
 /** Statuses whose leaderboards count facts: a draft counts nothing until it is published; an archived one stops. */
 const COUNTING: readonly LeaderboardStatus[] = ['scheduled', 'live', 'expired'];
 
+/** The metrics each fact can move, one list each (`BatchLeaderboards.counting` keeps its answers by list). */
+const NO_METRICS: readonly MetricType[] = [];
+const XP_METRICS: readonly MetricType[] = ['total-xp'];
+const ACTION_METRICS: readonly MetricType[] = ['total-actions-completed', 'qualifying-active-days', 'consistent-weeks'];
+const START_METRICS: readonly MetricType[] = ['total-challenges-started'];
+const COMPLETION_METRICS: readonly MetricType[] = ['total-challenges-completed', 'unique-challenges-completed'];
+
 /** The metrics a fact can move. */
 function metricsOf(event: CountedFact): readonly MetricType[] {
   switch (event.type) {
     case 'XpEarned':
       // Leaderboard pay-outs never count, or a leaderboard would feed itself (DESIGN §6).
-      return event.data.source.kind === 'leaderboard' ? [] : ['total-xp'];
+      return event.data.source.kind === 'leaderboard' ? NO_METRICS : XP_METRICS;
     case 'ActionCompleted':
-      return ['total-actions-completed', 'qualifying-active-days', 'consistent-weeks'];
+      return ACTION_METRICS;
     case 'ChallengeStarted':
-      return ['total-challenges-started'];
+      return START_METRICS;
     case 'ChallengeCompleted':
-      return ['total-challenges-completed', 'unique-challenges-completed'];
+      return COMPLETION_METRICS;
   }
 }
 
@@ -386,6 +393,10 @@ class BatchLeaderboards {
   private readonly byId = new Map<string, Leaderboard>();
   private readonly byOrganisation = new Map<string, Map<string, Leaderboard>>();
   private readonly changed = new Set<string>();
+  /** `counting`'s answers by organisation and list of metrics; a changed leaderboard clears them. */
+  private readonly countingNow = new Map<string, Map<readonly MetricType[], readonly Leaderboard[]>>();
+  /** Each leaderboard's span as `leaderboardWindowOf` takes it: one object per leaderboard, which it keeps what it found for. */
+  private readonly spans = new WeakMap<Leaderboard, WindowedLeaderboard>();
 
   static async load(db: Db, events: readonly Recorded<StandingsEvent>[], organisationIds: Set<string>): Promise<BatchLeaderboards> {
     const ids = new Set<string>();
@@ -415,6 +426,7 @@ class BatchLeaderboards {
 
   /** A changed leaderboard is a new object; it is saved with the batch. */
   private replace(leaderboard: Leaderboard): void {
+    this.countingNow.clear();
     this.hold(leaderboard);
     this.changed.add(leaderboard.id);
   }
@@ -454,11 +466,17 @@ class BatchLeaderboards {
     }
   }
 
-  /** The organisation's leaderboards counting one of these metrics now. */
-  counting(organisationId: string, metrics: readonly MetricType[]): Leaderboard[] {
-    const all = this.byOrganisation.get(organisationId);
-    if (!all) return [];
-    return [...all.values()].filter((leaderboard) => COUNTING.includes(leaderboard.status) && metrics.includes(leaderboard.metric_type));
+  /** The organisation's leaderboards counting one of these metrics now (`metricsOf`'s lists, kept until a leaderboard changes). */
+  counting(organisationId: string, metrics: readonly MetricType[]): readonly Leaderboard[] {
+    let ofOrganisation = this.countingNow.get(organisationId);
+    if (!ofOrganisation) this.countingNow.set(organisationId, (ofOrganisation = new Map<readonly MetricType[], readonly Leaderboard[]>()));
+    let counting = ofOrganisation.get(metrics);
+    if (!counting) {
+      const all = this.byOrganisation.get(organisationId);
+      counting = all ? [...all.values()].filter((leaderboard) => COUNTING.includes(leaderboard.status) && metrics.includes(leaderboard.metric_type)) : [];
+      ofOrganisation.set(metrics, counting);
+    }
+    return counting;
   }
 
   /**
@@ -479,7 +497,9 @@ class BatchLeaderboards {
   }
 
   windowAt(leaderboard: Leaderboard, timeZone: string, instant: string): Window | null {
-    return leaderboardWindowOf({ period: leaderboard.period, startsAt: leaderboard.starts_at, expiresAt: leaderboard.expires_at }, timeZone, instant);
+    let span = this.spans.get(leaderboard);
+    if (!span) this.spans.set(leaderboard, (span = { period: leaderboard.period, startsAt: leaderboard.starts_at, expiresAt: leaderboard.expires_at }));
+    return leaderboardWindowOf(span, timeZone, instant);
   }
 
   /** The batch's changes: one multi-row upsert. */

@@ -53,6 +53,43 @@ describe('localDateOf', () => {
     }
   });
 
+  it('answers like localDate at the edges of its own reading: leap days, the years it leaves to luxon, fields out of range, one instant in two zones', () => {
+    const answer = (instant: string, zone: string) => {
+      try {
+        return localDate(instant, zone);
+      } catch (error) {
+        return error instanceof RangeError ? 'RangeError' : 'other';
+      }
+    };
+    const ours = (instant: string, zone: string) => {
+      try {
+        return localDateOf(instant, zone);
+      } catch (error) {
+        return error instanceof RangeError ? 'RangeError' : 'other';
+      }
+    };
+    const cases: [string, string][] = [
+      ['2028-02-29T12:00:00.000Z', 'UTC'],
+      ['2027-02-29T12:00:00.000Z', 'UTC'],
+      ['2100-02-29T12:00:00Z', 'UTC'],
+      ['2000-02-29T23:30:00Z', 'Asia/Tokyo'],
+      ['2027-04-31T00:00:00.000Z', 'UTC'],
+      ['2027-13-01T00:00:00.000Z', 'UTC'],
+      ['2027-00-10T00:00:00.000Z', 'UTC'],
+      ['2027-01-00T00:00:00.000Z', 'UTC'],
+      ['2027-01-10T10:60:00.000Z', 'UTC'],
+      ['2027-01-10T10:00:60.000Z', 'UTC'],
+      ['2027-01-10T10:00:00.5Z', 'UTC'],
+      ['0999-06-01T00:00:00.000Z', 'UTC'],
+      ['1000-01-01T02:00:00.000Z', 'America/New_York'],
+      ['9999-12-31T22:00:00.000Z', 'Asia/Tokyo'],
+      ['2027-03-14T04:30:00.000Z', 'Pacific/Kiritimati'],
+      ['2027-03-14T04:30:00.000Z', 'Pacific/Niue'],
+      ['2027-03-14T04:30:00.000Z', 'Pacific/Kiritimati'],
+    ];
+    for (const [instant, zone] of cases) expect(ours(instant, zone), `${instant} in ${zone}`).toBe(answer(instant, zone));
+  });
+
   it('refuses what localDate refuses, and reads what it reads (hour 24 is the next midnight)', () => {
     expect(() => localDateOf('2027-02-30T00:00:00.000Z', 'UTC')).toThrow(RangeError);
     expect(() => localDateOf('not a date', 'UTC')).toThrow(RangeError);
