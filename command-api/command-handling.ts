@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { DomainError, type Decider, type DomainEvent } from '../domain/decider.ts';
 import { badRequest, conflict, HttpError } from '../infra/http/errors.ts';
 import { inSpan } from '../infra/tracing.ts';
@@ -63,13 +63,11 @@ interface RequestCompleted {
 const MAX_ATTEMPTS = 5;
 
 export function fingerprintOf(value: unknown): string {
-  return createHash('sha256')
-    .update(JSON.stringify(value ?? null))
-    .digest('hex');
+  return hash('sha256', JSON.stringify(value ?? null), 'hex');
 }
 
 export function idempotencyStream(idempotency: Pick<Idempotency, 'organisationId' | 'scope' | 'key'>): string {
-  return `idempotency-${idempotency.organisationId}${createHash('sha256').update(`${idempotency.scope}\n${idempotency.key}`).digest('hex').slice(0, 32)}`;
+  return `idempotency-${idempotency.organisationId}${hash('sha256', `${idempotency.scope}\n${idempotency.key}`, 'hex').slice(0, 32)}`;
 }
 
 /**

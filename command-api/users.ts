@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { Router } from 'express';
 import { fold } from '../domain/decider.ts';
 import { externalUserIdDecider, requireUser, teamMember, userDecider, userOf, type NewUserProfile, type UserEvent, type UserState } from '../domain/user.ts';
@@ -26,7 +26,7 @@ import { communityChecks } from './reference-checks.ts';
 
 /** The stream that claims an external user id for one organisation. */
 export function externalUserIdStream(organisationId: string, externalUserId: string): string {
-  return `externaluserid-${organisationId}-${createHash('sha256').update(externalUserId).digest('hex').slice(0, 32)}`;
+  return `externaluserid-${organisationId}-${hash('sha256', externalUserId, 'hex').slice(0, 32)}`;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { ApiFamily, RateLimitOverrides } from '../domain/organisation.ts';
@@ -18,8 +18,9 @@ export function generateApiToken(): { token: string; prefix: string; secretHash:
   return { token, prefix, secretHash: hashToken(token) };
 }
 
+/** SHA-256 of the token (one-shot `crypto.hash`: every authenticated request hashes its token). */
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 export interface Tenant {
