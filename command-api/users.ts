@@ -26,7 +26,21 @@ import { communityChecks } from './reference-checks.ts';
 
 /** The stream that claims an external user id for one organisation. */
 export function externalUserIdStream(organisationId: string, externalUserId: string): string {
-  return `externaluserid-${organisationId}-${hash('sha256', externalUserId, 'hex').slice(0, 32)}`;
+  return `externaluserid-${organisationId}-${externalUserIdDigest(externalUserId)}`;
+}
+
+/** Digests of external user ids lately named (a custom event names its user by one, every time). */
+const digests = new Map<string, string>();
+const DIGESTS_KEPT = 10_000;
+
+function externalUserIdDigest(externalUserId: string): string {
+  let digest = digests.get(externalUserId);
+  if (digest === undefined) {
+    if (digests.size >= DIGESTS_KEPT) digests.clear();
+    digest = hash('sha256', externalUserId, 'hex').slice(0, 32);
+    digests.set(externalUserId, digest);
+  }
+  return digest;
 }
 
 /**

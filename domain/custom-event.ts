@@ -46,25 +46,26 @@ export interface LoggedCustomEvent {
 export function payloadProblems(payload: CustomEventPayload): string[] {
   const problems: string[] = [];
   if (Object.keys(payload).length > PAYLOAD_MAX_KEYS) problems.push(`payload: at most ${PAYLOAD_MAX_KEYS} keys`);
-  const visit = (value: unknown, path: string, depth: number) => {
+  // A value's path is written out only when it has a problem: `at` makes it from its parent's.
+  const visit = (value: unknown, at: () => string, depth: number) => {
     if (value === null || typeof value !== 'object') return;
     if (depth > PAYLOAD_MAX_DEPTH) {
-      problems.push(`${path}: nested deeper than ${PAYLOAD_MAX_DEPTH} levels`);
+      problems.push(`${at()}: nested deeper than ${PAYLOAD_MAX_DEPTH} levels`);
       return;
     }
     if (Array.isArray(value)) {
-      if (value.length > PAYLOAD_MAX_KEYS) problems.push(`${path}: at most ${PAYLOAD_MAX_KEYS} items`);
-      value.forEach((item, index) => visit(item, `${path}.${index}`, depth + 1));
+      if (value.length > PAYLOAD_MAX_KEYS) problems.push(`${at()}: at most ${PAYLOAD_MAX_KEYS} items`);
+      value.forEach((item, index) => visit(item, () => `${at()}.${index}`, depth + 1));
       return;
     }
-    const entries = Object.entries(value);
-    if (depth > 1 && entries.length > PAYLOAD_MAX_KEYS) problems.push(`${path}: at most ${PAYLOAD_MAX_KEYS} keys`);
-    for (const [key, item] of entries) {
-      if (key.length === 0 || key.length > PAYLOAD_KEY_MAX_LENGTH) problems.push(`${path}: keys must be 1 to ${PAYLOAD_KEY_MAX_LENGTH} characters`);
-      visit(item, `${path}.${key}`, depth + 1);
+    const keys = Object.keys(value);
+    if (depth > 1 && keys.length > PAYLOAD_MAX_KEYS) problems.push(`${at()}: at most ${PAYLOAD_MAX_KEYS} keys`);
+    for (const key of keys) {
+      if (key.length === 0 || key.length > PAYLOAD_KEY_MAX_LENGTH) problems.push(`${at()}: keys must be 1 to ${PAYLOAD_KEY_MAX_LENGTH} characters`);
+      visit((value as Record<string, unknown>)[key], () => `${at()}.${key}`, depth + 1);
     }
   };
-  visit(payload, 'payload', 1);
+  visit(payload, () => 'payload', 1);
   return problems;
 }
 
@@ -87,14 +88,17 @@ export const customEventDecider: Decider<CustomEventCommand, CustomEventEvent, C
   initialState: { logged: false },
 
   decide(command, state) {
-    const { now, ...data } = command.data;
+    const { eventId, organisationId, communityId, userId, externalUserId, name, payload, nonce, source, now } = command.data;
     if (state.logged) {
-      if (state.eventId === data.eventId) return [];
-      throw new DomainError('conflict', `Another event is logged as ${data.eventId}`);
+      if (state.eventId === eventId) return [];
+      throw new DomainError('conflict', `Another event is logged as ${eventId}`);
     }
-    checkEventName(data.name);
-    checkPayload(data.payload);
-    return [{ type: 'CustomEventLogged', data: { ...data, occurredAt: now } }];
+    checkEventName(name);
+    checkPayload(payload);
+    // Field by field (not a rest and a spread of the command's data): an object of one shape, made once a request.
+    return [
+      { type: 'CustomEventLogged', data: { eventId, organisationId, communityId, userId, externalUserId, name, payload, nonce, source, occurredAt: now } },
+    ];
   },
 
   evolve(_state, event) {

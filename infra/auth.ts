@@ -270,6 +270,19 @@ function tenantFrom(row: TokenRow): Tenant {
 
 const TOKEN_CHECK = 'tokenCheck';
 
+/** The guard's key and condition for the tenancy version a request's token was heard at: made once per version, not per request. */
+let tenancyGuard: { heard: bigint; key: string; condition: RawBuilder<boolean> } | null = null;
+
+function tenancyGuardFor(heard: bigint): { key: string; condition: RawBuilder<boolean> } {
+  if (tenancyGuard?.heard !== heard)
+    tenancyGuard = {
+      heard,
+      key: `tenancy_version <= ${heard}`,
+      condition: sql<boolean>`(select version from public.tenancy_version) <= ${heard.toString()}::bigint`,
+    };
+  return tenancyGuard;
+}
+
 /**
  * A request's token taken from the cache without the counter read (`requireApiToken`), until something proves
  * the cache was exact: the request's first append, whose statement commits only if the counter shows no
@@ -290,8 +303,9 @@ export class TokenCheck implements AppendGuard {
     private readonly family: ApiFamily,
     private readonly heard: bigint,
   ) {
-    this.key = `tenancy_version <= ${heard}`;
-    this.condition = sql<boolean>`(select version from public.tenancy_version) <= ${heard.toString()}::bigint`;
+    const guard = tenancyGuardFor(heard);
+    this.key = guard.key;
+    this.condition = guard.condition;
   }
 
   get held(): boolean {
