@@ -436,9 +436,12 @@ async function load(
 
 /**
  * `/healthz` latency, sampled every 20 ms during the load by a separate process (plain JavaScript, one
- * keep-alive connection) so that the load generator's own busy event loop does not add to it.
+ * keep-alive connection) so that the load generator's own busy event loop does not add to it. Resolves once
+ * the process has started and answered its first sample (which is not kept): a node process's start costs a
+ * good part of a core for a tenth of a second, which the service's run, not the reference's, paid when the
+ * probe started with the load.
  */
-function probeHealthz(port: number): { stop(): Promise<HealthzSample | null> } {
+async function probeHealthz(port: number): Promise<{ stop(): Promise<HealthzSample | null> }> {
   const script = `
     import http from 'node:http';
     const port = Number(process.argv[1]);
@@ -453,6 +456,8 @@ function probeHealthz(port: number): { stop(): Promise<HealthzSample | null> } {
       req.on('timeout', () => req.destroy(new Error('timeout')));
       req.on('error', () => { failures++; resolve(performance.now() - started); });
     });
+    await get();
+    process.stdout.write('ready\\n');
     while (!stopped) {
       const took = await get(); latencies.push(took);
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, 20 - took)));
@@ -461,9 +466,16 @@ function probeHealthz(port: number): { stop(): Promise<HealthzSample | null> } {
     console.log(JSON.stringify({ latencies, failures }));`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script, String(port)], { stdio: ['pipe', 'pipe', 'ignore'] });
   let stdout = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.on('error', () => undefined);
+  let announced: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (announced = resolve));
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    if (stdout.includes('ready\n')) announced();
+  });
+  child.on('error', () => announced());
   const exited = once(child, 'exit').catch(() => undefined);
+  void exited.then(() => announced());
+  await Promise.race([ready, sleep(10_000)]);
   return {
     async stop() {
       child.stdin.end();
@@ -471,7 +483,7 @@ function probeHealthz(port: number): { stop(): Promise<HealthzSample | null> } {
       await exited;
       clearTimeout(killer);
       try {
-        const { latencies, failures } = JSON.parse(stdout) as { latencies: number[]; failures: number };
+        const { latencies, failures } = JSON.parse(stdout.slice(stdout.indexOf('ready\n') + 'ready\n'.length)) as { latencies: number[]; failures: number };
         return { ...percentiles(latencies), failures };
       } catch {
         return null;
@@ -669,9 +681,9 @@ async function runMode(mode: Mode): Promise<ModeResult> {
         if (unavailable) {
           runResult.unavailable = unavailable;
         } else {
+          const healthz = await probeHealthz(service.port);
           await settle(service.child.pid!);
           const statementsBefore = await statementsCounter(service.port);
-          const healthz = probeHealthz(service.port);
           const measured = await load(service, scenario, target, connections, SECONDS, apiHeaders(target));
           runResult.healthz = await healthz.stop();
           const statementsAfter = await statementsCounter(service.port);
