@@ -21,7 +21,7 @@ import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/po
 import { ApiDescription } from './api/api-description.ts';
 import { errorHandler, unknownRoute } from './infra/http/errors.ts';
 import { createHttpApp } from './infra/http/plumbing.ts';
-import { dispatchByFirstSegment } from './infra/http/route-dispatch.ts';
+import { dispatchByFirstSegment, onlyForPaths } from './infra/http/route-dispatch.ts';
 import { RateLimits } from './infra/http/rate-limits.ts';
 import type { Logger } from './infra/logging.ts';
 import { projections } from './projectors/index.ts';
@@ -214,6 +214,10 @@ async function runMigrations(db: Kysely<any>, migrations: Record<string, Migrati
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
 
+/** The paths of `healthRoutes` and of an API family's document router (`ApiDescription.router`). */
+const HEALTH_PATHS = /^\/(?:healthz|readyz|metrics)\/?$/i;
+const DOCUMENT_PATHS = /^\/(?:openapi\.json\/?|docs(?:\/.*)?)$/i;
+
 function composeApp(ctx: CommandContext, redis: Redis | null, metrics: Metrics, rateLimits: RateLimits): Express {
   const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics, ctx.config.logRequests);
   app.set('trust proxy', ctx.config.trustProxy);
@@ -223,13 +227,13 @@ function composeApp(ctx: CommandContext, redis: Redis | null, metrics: Metrics, 
   // Tokens from a cache kept exact by the tenancy read model's announcements (infra/auth.ts); it listens on the
   // process's one LISTEN connection, which the service's close ends.
   const tokens = new ApiTokens(withTableTypes(ctx.database.db), ctx.database);
-  app.use(healthRoutes(ctx, redis, metrics));
+  app.use(onlyForPaths(HEALTH_PATHS, healthRoutes(ctx, redis, metrics)));
   const { admin, integration, analytics } = apiFamilies(ctx);
   for (const family of [admin, integration, analytics]) {
     const mount = `/api/v2/${family.description.family}`;
     app.use(
       mount,
-      family.description.router(),
+      onlyForPaths(DOCUMENT_PATHS, family.description.router()),
       refuseBlockedAddresses,
       requireApiToken(tokens, family.description.family, checkAddressBeforeTokenRead, family === admin ? tokenCheckedByAppend : undefined),
       limitApiToken,

@@ -67,3 +67,15 @@ function firstSegmentOf(path: string): string | null {
   const segment = path.slice(1, end === -1 ? undefined : end);
   return /^[\x00-\x7f]*$/.test(segment) ? segment.toLowerCase() : null;
 }
+
+/**
+ * `router` entered only for the paths `paths` matches (routing is case-insensitive and not strict, so the
+ * pattern must be too): the health and document routers sit in front of every API request, and walking their
+ * routes to find none cost each request a router's turn.
+ */
+export function onlyForPaths(paths: RegExp, router: RequestHandler): RequestHandler {
+  return (req, res, next) => {
+    if (paths.test(req.path)) router(req, res, next);
+    else next();
+  };
+}
