@@ -160,6 +160,26 @@ describe('input refused at the edge', () => {
       expect(fine.body.name).toBe('Tea 🍵\u0001');
     });
 
+    it('the escaped forms are refused in a UTF-16 body and in a compressed one too (the bytes differ from UTF-8 text)', async () => {
+      const escaped = '{"name":"Tea\\u0000"}';
+      for (const [payload, headers] of [
+        [Buffer.from(escaped, 'utf16le'), { 'content-type': 'application/json; charset=utf-16le' }],
+        [gzipSync(Buffer.from(escaped)), { 'content-encoding': 'gzip' }],
+      ] as const) {
+        await t.settle();
+        const before = await t.eventCount();
+        const response = await rawPost('/api/v2/admin/communities', payload, headers);
+        expect(response.status, response.text).toBe(400);
+        expect(issuePaths(response)).toEqual(['body.name']);
+        await t.settle();
+        expect(await t.eventCount()).toBe(before);
+      }
+      const fine = await rawPost('/api/v2/admin/communities', Buffer.from('{"name":"Tea for two"}', 'utf16le'), {
+        'content-type': 'application/json; charset=utf-16le',
+      });
+      expect(fine.status, fine.text).toBe(201);
+    });
+
     it('a change with NUL in it leaves the leaderboard as it was', async () => {
       const before = await t.request('GET', `/api/v2/admin/leaderboards/${leaderboardId}`, asAcme());
       await refused('PATCH', `/api/v2/admin/leaderboards/${leaderboardId}`, { body: { name: `x${NUL}`, description: 'fine' } });

@@ -152,8 +152,9 @@ export function jsonBody(limit: string): RequestHandler[] {
   const parse = express.json({
     limit,
     strict: true,
-    verify: (req, _res, raw) => {
-      if (!mayHoldProblems(raw)) plainBodies.add(req);
+    // The bytes as they came (inflated, not yet decoded): in UTF-8 text only is a `\u` escape those two bytes.
+    verify: (req, _res, raw, encoding) => {
+      if (encoding === 'utf-8' && !mayHoldProblems(raw)) plainBodies.add(req);
     },
   });
   const parseTold: RequestHandler = (req, res, next) => {
