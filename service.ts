@@ -18,7 +18,7 @@ import { inBackground, openPostgres, waitForPostgres, withTableTypes, type Datab
 import { openEmbeddedPostgres, type EmbeddedPostgres } from './infra/embedded-postgres.ts';
 import type { EventStore } from './infra/event-store/port.ts';
 import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/postgres.ts';
-import { ApiDescription } from './api/api-description.ts';
+import { ApiDescription, DOCUMENT_PATHS } from './api/api-description.ts';
 import { errorHandler, unknownRoute } from './infra/http/errors.ts';
 import { createHttpApp } from './infra/http/plumbing.ts';
 import { dispatchByFirstSegment, onlyForPaths } from './infra/http/route-dispatch.ts';
@@ -27,7 +27,7 @@ import type { Logger } from './infra/logging.ts';
 import { projections } from './projectors/index.ts';
 import { ProjectionRunner, prepareProjections, projectionRuntimeMigrations, type RuntimeOptions } from './projectors/runtime/index.ts';
 import { communityQueries } from './query-api/communities.ts';
-import { healthRoutes, operationsApp } from './query-api/health.ts';
+import { HEALTH_PATHS, healthRoutes, operationsApp } from './query-api/health.ts';
 import { countingAppends, createMetrics, type Metrics } from './infra/metrics.ts';
 import { scopedMigrator } from './infra/migrator.ts';
 import { underStartupLock } from './infra/startup-lock.ts';
@@ -213,10 +213,6 @@ async function runMigrations(db: Kysely<any>, migrations: Record<string, Migrati
   if (error) throw error instanceof Error ? error : new Error('Migration failed', { cause: error });
   return (results ?? []).filter((result) => result.status === 'Success').map((result) => result.migrationName);
 }
-
-/** The paths of `healthRoutes` and of an API family's document router (`ApiDescription.router`). */
-const HEALTH_PATHS = /^\/(?:healthz|readyz|metrics)\/?$/i;
-const DOCUMENT_PATHS = /^\/(?:openapi\.json\/?|docs(?:\/.*)?)$/i;
 
 function composeApp(ctx: CommandContext, redis: Redis | null, metrics: Metrics, rateLimits: RateLimits): Express {
   const app = createHttpApp(ctx.logger, ctx.config.bodyLimit, metrics, ctx.config.logRequests);

@@ -53,6 +53,9 @@ const errorDescriptions: Record<number, string> = {
   503: 'A backing store or read model is not available yet (`SERVICE_UNAVAILABLE`, with `Retry-After`)',
 };
 
+/** Every path an API family's `ApiDescription.router` answers, under the family's mount (any case, a trailing slash or not). */
+export const DOCUMENT_PATHS = /^\/(?:openapi\.json\/?|docs(?:\/.*)?)$/i;
+
 export class ApiDescription {
   private readonly operations: Operation[] = [];
 
@@ -180,7 +183,7 @@ export class ApiDescription {
     };
   }
 
-  /** `GET /openapi.json` and a Swagger UI page at `GET /docs`, served without credentials. */
+  /** `GET /openapi.json` and a Swagger UI page at `GET /docs`, served without credentials (`DOCUMENT_PATHS`). */
   router(): Router {
     const router = Router();
     const document = () => this.document();

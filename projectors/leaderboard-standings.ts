@@ -91,44 +91,22 @@ function metricsOf(event: CountedFact): readonly MetricType[] {
 
 /**
  * How a fact moves one of its metrics: by an amount, or by one when its mark (a local day, a local week, a
- * challenge) is new. Local days and weeks are read once per instant and time zone (a custom event's facts
- * share their instant), and only for a leaderboard that counts them.
+ * challenge) is new. Local days and weeks are read only for a leaderboard that counts them (`localDateOf` keeps
+ * the last one: a custom event's facts share their instant).
  */
-function contribution(event: CountedFact, metric: MetricType, timeZone: string, calendar: Calendar): { amount: number; mark?: string } {
+function contribution(event: CountedFact, metric: MetricType, timeZone: string): { amount: number; mark?: string } {
   // `metricsOf` names each metric for its facts only: XP for `XpEarned`, unique challenges for completions.
   switch (metric) {
     case 'total-xp':
       return { amount: event.type === 'XpEarned' ? event.data.amount : 0 };
     case 'qualifying-active-days':
-      return { amount: 1, mark: calendar.dayOf(event.data.occurredAt, timeZone) };
+      return { amount: 1, mark: localDateOf(event.data.occurredAt, timeZone) };
     case 'consistent-weeks':
-      return { amount: 1, mark: calendar.weekOf(event.data.occurredAt, timeZone) };
+      return { amount: 1, mark: localIsoWeekOf(event.data.occurredAt, timeZone) };
     case 'unique-challenges-completed':
       return { amount: 1, mark: event.type === 'ChallengeCompleted' ? event.data.challengeId : '' };
     default:
       return { amount: 1 };
-  }
-}
-
-/** Local days and weeks of facts; the facts of one custom event come together with the same instant. */
-class Calendar {
-  private last = { instant: '', timeZone: '', day: '', week: '' };
-
-  dayOf(instant: string, timeZone: string): string {
-    const last = this.at(instant, timeZone);
-    if (last.day === '') last.day = localDateOf(instant, timeZone);
-    return last.day;
-  }
-
-  weekOf(instant: string, timeZone: string): string {
-    const last = this.at(instant, timeZone);
-    if (last.week === '') last.week = localIsoWeekOf(instant, timeZone);
-    return last.week;
-  }
-
-  private at(instant: string, timeZone: string) {
-    if (this.last.instant !== instant || this.last.timeZone !== timeZone) this.last = { instant, timeZone, day: '', week: '' };
-    return this.last;
   }
 }
 
@@ -251,7 +229,6 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
     const timeZones = await BatchTimeZones.load(db, 'standings_organisations', factOrganisations);
     const leaderboards = await BatchLeaderboards.load(db, events, factOrganisations);
     const variables = await loadVariables(db, events, leaderboards);
-    const calendar = new Calendar();
     const moves = new ScoreMoves();
     const closed: LeaderboardWindowEvent['data'][] = [];
 
@@ -273,7 +250,7 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
           closed.push(event.data);
           break;
         default:
-          movesOf(event, timeZones.of(event.data.organisationId), leaderboards, variables, calendar, moves);
+          movesOf(event, timeZones.of(event.data.organisationId), leaderboards, variables, moves);
       }
     }
 
@@ -544,14 +521,7 @@ async function loadVariables(db: Db, events: readonly Recorded<StandingsEvent>[]
 }
 
 /** Adds what one fact moves to `moves`. */
-function movesOf(
-  event: Recorded<CountedFact>,
-  timeZone: string,
-  leaderboards: BatchLeaderboards,
-  variables: RowBatch<UserVariables>,
-  calendar: Calendar,
-  moves: ScoreMoves,
-): void {
+function movesOf(event: Recorded<CountedFact>, timeZone: string, leaderboards: BatchLeaderboards, variables: RowBatch<UserVariables>, moves: ScoreMoves): void {
   const { organisationId, communityId, userId, occurredAt } = event.data;
   const metrics = metricsOf(event);
   if (metrics.length === 0) return;
@@ -563,7 +533,7 @@ function movesOf(
     if (!qualifies(leaderboard.conditions, communityId, userVariables)) continue;
     const window = leaderboards.windowAt(leaderboard, timeZone, occurredAt);
     if (!window) continue;
-    const { amount, mark } = contribution(event, leaderboard.metric_type, timeZone, calendar);
+    const { amount, mark } = contribution(event, leaderboard.metric_type, timeZone);
     moves.add(leaderboard.id, window.start, userId, amount, occurredAt, mark);
   }
 }

@@ -26,8 +26,6 @@ const CACHE_LIMIT = 100_000;
 
 /** Per zone, its offset (minutes) at the start of each UTC hour, as luxon says it. */
 const hourStarts = new Map<Zone, Map<number, number>>();
-/** Per zone, its offset (minutes) through each UTC hour where it does not change; NaN for an hour where it does. */
-const offsets = new Map<Zone, Map<number, number>>();
 
 function offsetAtHourStart(zone: Zone, hour: number): number {
   let starts = hourStarts.get(zone);
@@ -49,17 +47,9 @@ function offsetAtHourStart(zone: Zone, hour: number): number {
  * asked every time.
  */
 function offsetAt(zone: Zone, millis: number): number {
-  let hours = offsets.get(zone);
-  if (!hours) offsets.set(zone, (hours = new Map<number, number>()));
   const hour = Math.floor(millis / HOUR);
-  let offset = hours.get(hour);
-  if (offset === undefined) {
-    if (hours.size >= CACHE_LIMIT) hours.clear();
-    const first = offsetAtHourStart(zone, hour);
-    offset = first === offsetAtHourStart(zone, hour + 1) ? first : NaN;
-    hours.set(hour, offset);
-  }
-  return Number.isNaN(offset) ? zone.offset(millis) : offset;
+  const first = offsetAtHourStart(zone, hour);
+  return first === offsetAtHourStart(zone, hour + 1) ? first : zone.offset(millis);
 }
 
 const digit = (text: string, at: number) => text.charCodeAt(at) - 48;

@@ -18,6 +18,9 @@ import { settleWithin, withTableTypes, type UntypedDb } from '../infra/database.
  * READY_CHECK_TIMEOUT_MS or counts as down, so a hung store makes it a 503, never a hang. `redis` is a
  * connection that fails fast (`openRedisProbe`), not the job queue's. `/metrics`: Prometheus.
  */
+/** Every path `healthRoutes` answers, as the router matches them (any case, a trailing slash or not). */
+export const HEALTH_PATHS = /^\/(?:healthz|readyz|metrics)\/?$/i;
+
 export function healthRoutes(ctx: ServiceContext, redis: Redis | null, metrics?: Metrics): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
