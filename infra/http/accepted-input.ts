@@ -152,9 +152,11 @@ export function jsonBody(limit: string): RequestHandler[] {
   const parse = express.json({
     limit,
     strict: true,
-    // The bytes as they came (inflated, not yet decoded): in UTF-8 text only is a `\u` escape those two bytes.
+    // The bytes as they came (inflated, not yet decoded). The contract takes UTF-8 only (a 415 otherwise, as the
+    // API description says), where body-parser reads any `utf-` charset: refused here, as its own charset errors.
     verify: (req, _res, raw, encoding) => {
-      if (encoding === 'utf-8' && !mayHoldProblems(raw)) plainBodies.add(req);
+      if (encoding !== 'utf-8') throw Object.assign(new Error(`unsupported charset "${encoding}"`), { type: 'charset.unsupported' });
+      if (!mayHoldProblems(raw)) plainBodies.add(req);
     },
   });
   const parseTold: RequestHandler = (req, res, next) => {
