@@ -20,10 +20,12 @@ function harness(maxInFlight: number, stalledAfterMs: number) {
     maxInFlight,
     stalledAfterMs,
   );
-  const append = (stream: string): StreamAppend[] => [{ stream, events: [{ id: `${stream}-id`, type: 'Happened', data: {} }] }];
+  const append = (stream: string, events = 1): StreamAppend[] => [
+    { stream, events: Array.from({ length: events }, (_, index) => ({ id: `${stream}-id-${index}`, type: 'Happened', data: {} })) },
+  ];
   return {
     statements,
-    submit: (stream: string) => commits.submit(append(stream)),
+    submit: (stream: string, events?: number) => commits.submit(append(stream, events)),
     /** Moves the clock, firing the stall checks due and letting promise callbacks run. */
     advance: (ms: number) => vi.advanceTimersByTimeAsync(ms),
   };
@@ -70,6 +72,34 @@ describe('group commit', () => {
     h.statements[1]!.finish();
     await h.advance(0);
     expect(h.statements.map((s) => s.streams).at(-1)).toEqual(['e']);
+  });
+
+  it('runs statements side by side, up to the limit, while a large unit (a batch of events) waits', async () => {
+    const h = harness(3, 25);
+    void h.submit('a');
+    // A large unit does not wait for the statement running.
+    void h.submit('batch-1', 100);
+    expect(h.statements.map((s) => s.streams)).toEqual([['a'], ['batch-1']]);
+    // A small one does, until a large one waits too: they then go together.
+    void h.submit('b');
+    expect(h.statements).toHaveLength(2);
+    void h.submit('batch-2', 100);
+    expect(h.statements.map((s) => s.streams)).toEqual([['a'], ['batch-1'], ['b', 'batch-2']]);
+    // At the limit the rest waits for a statement to end, whatever its size.
+    void h.submit('batch-3', 100);
+    void h.submit('c');
+    await h.advance(0);
+    expect(h.statements).toHaveLength(3);
+    h.statements[0]!.finish();
+    await h.advance(0);
+    expect(h.statements.map((s) => s.streams).at(-1)).toEqual(['batch-3', 'c']);
+    for (const statement of h.statements.slice(1)) statement.finish();
+    await h.advance(0);
+    // Small units alone go back to one statement at a time.
+    void h.submit('d');
+    void h.submit('e');
+    await h.advance(0);
+    expect(h.statements.map((s) => s.streams).slice(4)).toEqual([['d']]);
   });
 
   it('with a stall time of zero, runs as many statements at once as it may', () => {
