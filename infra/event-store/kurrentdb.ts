@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import {
   ANY,
   BACKWARDS,
@@ -40,6 +39,7 @@ import {
   type Subscription,
 } from './port.ts';
 import { pendingAppendGuard } from './append-guard.ts';
+import { newEventId } from '../ids.ts';
 
 /** Nothing tells this process about other processes' appends: they are seen at the next poll. */
 const POLL_INTERVAL_MS = 200;
@@ -321,7 +321,7 @@ function withEventIds(appends: StreamAppend[]): PreparedAppend[] {
   // Lower case, as KurrentDB reports ids, so that the idempotency check finds them again.
   return appends.map((append) => ({
     ...append,
-    events: append.events.map((event) => ({ ...event, id: (event.id ? event.id : randomUUID()).toLowerCase() })),
+    events: append.events.map((event) => ({ ...event, id: (event.id ? event.id : newEventId()).toLowerCase() })),
   }));
 }
 

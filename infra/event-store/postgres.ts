@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Migration, type RawBuilder } from 'kysely';
 import type { Database } from '../database.ts';
+import { newEventId } from '../ids.ts';
 import { AppendSignal, pollingSubscription } from './polling-subscription.ts';
 import { APPEND_GUARD_MIGRATION, AppendGuardError, isAppendGuardFailure, pendingAppendGuard } from './append-guard.ts';
 import { APPEND_BY_INDEX_MIGRATION, APPEND_FUNCTION_MIGRATION, GroupCommit, appendUnits } from './postgres-append.ts';
@@ -568,6 +568,6 @@ function isUniqueViolation(error: unknown, constraint: string): boolean {
 function withEventIds(appends: StreamAppend[]): StreamAppend[] {
   return appends.map((append) => ({
     ...append,
-    events: append.events.map((event) => (event.id ? event : { ...event, id: randomUUID() })),
+    events: append.events.map((event) => (event.id ? event : { ...event, id: newEventId() })),
   }));
 }
