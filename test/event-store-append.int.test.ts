@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres, type Database } from '../infra/database.ts';
 import { EventIdConflictError, WrongExpectedRevisionError, type NewEvent } from '../infra/event-store/port.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
+import { arrayLiteral } from '../infra/event-store/postgres-append.ts';
 import { migrate } from '../service.ts';
 import { freshDatabase } from './support/databases.ts';
 
@@ -112,6 +113,31 @@ describe('PostgreSQL append: one statement, group commit', () => {
     expect(await read(`${cat}-alone`)).toEqual(asGiven);
     expect(await read(`${cat}-batched`)).toEqual(asGiven);
     expect([...(await read(`${cat}-multi-a`)), ...(await read(`${cat}-multi-b`))]).toEqual(asGiven);
+  });
+
+  it('writes array parameters PostgreSQL reads back as given: any text, quotes, backslashes, braces, NULL and its word', async () => {
+    const text = fc.string({ unit: 'grapheme', maxLength: 12 }).filter((value) => !value.includes('\u0000'));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.option(fc.oneof(text, fc.constantFrom('NULL', 'null', '', ' ', '{}', '"', '\\', 'a,b', '{"x"}')), { nil: null })),
+        async (values) => {
+          const row = (await sql<{ values: (string | null)[] }>`select ${arrayLiteral(values)}::text[] as values`.execute(test.database.db)).rows[0]!;
+          expect(row.values).toEqual(values);
+        },
+      ),
+      { numRuns: 200 },
+    );
+    const numbers = [0, 1, -2, 2 ** 31 - 1];
+    expect((await sql<{ values: number[] }>`select ${arrayLiteral(numbers)}::int[] as values`.execute(test.database.db)).rows[0]!.values).toEqual(numbers);
+    // Streams and types with quotes and backslashes, in a batch's statement.
+    const cat = category();
+    const odd = [`${cat}-"quoted"`, `${cat}-back\\slash`, `${cat}-{braced},comma`];
+    await Promise.all([batched.append(`${cat}-first`, events(1)), ...odd.map((stream) => batched.append(stream, events(2, 'Odd "type" \\')))]);
+    for (const stream of odd)
+      expect((await batched.readStream(stream)).map((event) => [event.stream, event.type])).toEqual([
+        [stream, 'Odd "type" \\'],
+        [stream, 'Odd "type" \\'],
+      ]);
   });
 
   it('a unit whose data PostgreSQL refuses fails alone; the others of its batch land', async () => {

@@ -212,6 +212,9 @@ export async function appendUnits(
   const data: string[] = [];
   const metadata: string[] = [];
   const offset: number[] = [];
+  // A command's events share one metadata object (a batch of 100 custom events and their records, one): written once.
+  let lastMetadata: unknown = undefined;
+  let lastMetadataJson = '';
   for (const [u, appends] of units.entries()) {
     for (const append of appends) {
       unit.push(u);
@@ -225,14 +228,19 @@ export async function appendUnits(
         eventId.push(event.id!);
         eventType.push(event.type);
         data.push(JSON.stringify(event.data ?? null));
-        metadata.push(JSON.stringify(event.metadata ?? {}));
+        if (event.metadata !== lastMetadata || lastMetadata === undefined) {
+          lastMetadata = event.metadata;
+          lastMetadataJson = JSON.stringify(event.metadata ?? {});
+        }
+        metadata.push(lastMetadataJson);
         offset.push(k);
       }
     }
   }
   const rows = (
-    await sql<AppendRow>`/* engage:append */ select * from es_append(${unit}::int[], ${stream}::text[], ${kind}::text[], ${expected}::bigint[], ${count}::int[],
-      ${eventSa}::int[], ${eventId}::uuid[], ${eventType}::text[], ${jsonbArray(data)}, ${jsonbArray(metadata)}, ${offset}::int[])
+    await sql<AppendRow>`/* engage:append */ select * from es_append(${arrayLiteral(unit)}::int[], ${arrayLiteral(stream)}::text[],
+      ${arrayLiteral(kind)}::text[], ${arrayLiteral(expected)}::bigint[], ${arrayLiteral(count)}::int[], ${arrayLiteral(eventSa)}::int[],
+      ${arrayLiteral(eventId)}::uuid[], ${arrayLiteral(eventType)}::text[], ${jsonbArray(data)}, ${jsonbArray(metadata)}, ${arrayLiteral(offset)}::int[])
       ${filter ? sql`where ${filter}` : sql``}`.execute(db)
   ).rows;
   const outcomes: UnitOutcome[] = [];
@@ -303,6 +311,25 @@ async function appendOne(
 function jsonbArray(documents: readonly string[]): RawBuilder<unknown> {
   return sql`array(select d.document from jsonb_array_elements(${`[${documents.join(',')}]`}::jsonb) with ordinality as d(document, n) order by d.n)`;
 }
+
+/**
+ * An array parameter written as PostgreSQL's array literal, as pg writes one (every text quoted, quotes and
+ * backslashes escaped, NULL for null) but joined once: pg appends element by element to one string, which V8
+ * copies again as it grows (a batch of 100 custom events: 9% of the service's allocation, 390 KB a request,
+ * for 25 KB of text).
+ */
+export function arrayLiteral(values: readonly (string | number | null)[]): string {
+  const elements = new Array<string>(values.length);
+  for (let index = 0; index < values.length; index++) {
+    const value = values[index]!;
+    elements[index] =
+      value === null ? 'NULL' : typeof value === 'number' ? String(value) : `"${NEEDS_ESCAPE.test(value) ? value.replace(ESCAPED, '\\$&') : value}"`;
+  }
+  return `{${elements.join(',')}}`;
+}
+
+const NEEDS_ESCAPE = /["\\]/;
+const ESCAPED = /["\\]/g;
 
 function outcomeOf(appends: StreamAppend[], answers: AppendRow[]): UnitOutcome {
   for (const [index, answer] of answers.entries()) {
