@@ -195,4 +195,21 @@ describe('the command pipeline on PostgreSQL: cached stream states, one path for
     // 'b' was dropped: loading it reads the (empty) stream.
     expect(await states.load(t.service.store, 'b', counter)).toEqual({ state: 0, revision: 'no_stream', current: true });
   });
+
+  it('when full, drops a tenth at once, sparing once each stream used since the last time, oldest first', async () => {
+    const states = new StreamStates(20);
+    const counter = { initialState: 0, evolve: (state: number) => state + 1 };
+    for (let index = 0; index < 20; index++) states.remember(`s${index}`, counter.evolve, index, 0n);
+    // Down to 18: the two oldest are in use, so they are spared, and the next three oldest go in their stead.
+    for (const stream of ['s0', 's1']) await states.load(t.service.store, stream, counter);
+    states.remember('s20', counter.evolve, 20, 0n);
+    expect(states.size).toBe(18);
+    expect(['s0', 's1', 's2', 's3', 's4', 's5', 's20'].map((stream) => states.has(stream))).toEqual([true, true, false, false, false, true, true]);
+    // Spared once: unused since, they are the first to go at the next sweep.
+    states.remember('s21', counter.evolve, 21, 0n);
+    states.remember('s22', counter.evolve, 22, 0n);
+    states.remember('s23', counter.evolve, 23, 0n);
+    expect(states.size).toBe(18);
+    expect(['s0', 's1', 's5', 's6', 's23'].map((stream) => states.has(stream))).toEqual([false, false, false, true, true]);
+  });
 });
