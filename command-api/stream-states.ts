@@ -19,7 +19,7 @@ interface Entry {
   evolve: Evolve;
   state: unknown;
   revision: Revision;
-  /** Used since the last sweep (see `dropLeastRecentlyUsed`). */
+  /** Used since the last sweep (see `sweep`). */
   used: boolean;
 }
 
@@ -84,7 +84,7 @@ export class StreamStates {
       return;
     }
     this.entries.set(stream, { evolve, state, revision, used: false });
-    if (this.entries.size > this.capacity) this.dropLeastRecentlyUsed();
+    if (this.entries.size > this.capacity) this.sweep();
   }
 
   /**
@@ -95,7 +95,7 @@ export class StreamStates {
    * as holes until it is rebuilt, and finding its oldest key walks them, so a sweep drops a tenth at once: one
    * entry per new stream cost 10 µs an insert once the cache was full.
    */
-  private dropLeastRecentlyUsed(): void {
+  private sweep(): void {
     let excess = this.entries.size - (this.capacity - Math.floor(this.capacity / 10));
     // Twice at most: the first pass may spare every entry, clearing their marks, and the second then drops.
     for (let pass = 0; pass < 2 && excess > 0; pass++) {
