@@ -12,15 +12,15 @@ import { liveLag } from '../projectors/maintenance.ts';
 import { projectionStatus } from '../projectors/runtime/index.ts';
 import { settleWithin, withTableTypes, type UntypedDb } from '../infra/database.ts';
 
+/** Every path `healthRoutes` answers, as the router matches them (any case, a trailing slash or not). */
+export const HEALTH_PATHS = /^\/(?:healthz|readyz|metrics)\/?$/i;
+
 /**
  * `/healthz`: the process answers. `/readyz`: every backing store answers too, and no live projection is
  * further behind than READY_MAX_LAG_SECONDS (503 naming what is not ready); each check answers within
  * READY_CHECK_TIMEOUT_MS or counts as down, so a hung store makes it a 503, never a hang. `redis` is a
  * connection that fails fast (`openRedisProbe`), not the job queue's. `/metrics`: Prometheus.
  */
-/** Every path `healthRoutes` answers, as the router matches them (any case, a trailing slash or not). */
-export const HEALTH_PATHS = /^\/(?:healthz|readyz|metrics)\/?$/i;
-
 export function healthRoutes(ctx: ServiceContext, redis: Redis | null, metrics?: Metrics): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {

@@ -133,6 +133,9 @@ describe('PostgreSQL append: one statement, group commit', () => {
     const cat = category();
     const odd = [`${cat}-"quoted"`, `${cat}-back\\slash`, `${cat}-{braced},comma`];
     await Promise.all([batched.append(`${cat}-first`, events(1)), ...odd.map((stream) => batched.append(stream, events(2, 'Odd "type" \\')))]);
+    // And alone: one stream's plain statement.
+    odd.push(`${cat}-alone-"odd"\\`);
+    await batched.append(odd.at(-1)!, events(2, 'Odd "type" \\'));
     for (const stream of odd)
       expect((await batched.readStream(stream)).map((event) => [event.stream, event.type])).toEqual([
         [stream, 'Odd "type" \\'],

@@ -280,7 +280,7 @@ async function appendOne(
     with announced as materialized (select pg_advisory_xact_lock_shared(${sql.raw(String(lock[0]))}, ${sql.raw(String(lock[1]))})),
     claimed as (${claim}),
     incoming as (
-      select * from unnest(${append.events.map((e) => e.id!)}::uuid[], ${append.events.map((e) => e.type)}::text[],
+      select * from unnest(${arrayLiteral(append.events.map((e) => e.id!))}::uuid[], ${arrayLiteral(append.events.map((e) => e.type))}::text[],
         ${jsonbArray(append.events.map((e) => JSON.stringify(e.data ?? null)))}, ${jsonbArray(append.events.map((e) => JSON.stringify(e.metadata ?? {})))})
         with ordinality as e(event_id, event_type, data, metadata, ord)
     ),

@@ -112,7 +112,7 @@ export const acceptedPathAndQuery: RequestHandler = (req, _res, next) => {
  */
 const plainBodies = new WeakSet<object>();
 
-/** Opening brackets past which a body is not counted (a large body is walked instead). */
+/** Bodies larger than this are not scanned for brackets: they are walked (`jsonProblems`) instead. */
 const COUNTED_BODY_BYTES = 4096;
 
 /**
