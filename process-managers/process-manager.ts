@@ -1,6 +1,6 @@
 import type { Kysely, Migration } from 'kysely';
 import { withTableTypes } from '../infra/database.ts';
-import type { BatchContext, Consumer, Recorded } from '../projectors/runtime/consumer.ts';
+import type { BatchContext, Consumer, ConsumerInterest, Recorded } from '../projectors/runtime/consumer.ts';
 
 export type { BatchContext, Recorded } from '../projectors/runtime/consumer.ts';
 
@@ -15,9 +15,17 @@ export interface ProcessManagerDefinition<State, E extends { type: string; data:
   /** Its private state tables, applied against its own schema. */
   readonly migrations: Record<string, Migration>;
   readonly canHandle: readonly E['type'][];
+  /** Which events of those types it needs, from what it keeps in memory (`ConsumerInterest`); all of them without one. */
+  readonly interest?: () => ProcessManagerInterest<State, E>;
   readonly onFailure?: { attempts: number; then: 'park' | 'stop' };
   /** Reacts to a batch (log order, never empty); the same effect as reacting to each event in order. */
   handle(db: Kysely<State>, events: readonly Recorded<E>[], context: BatchContext): Promise<void>;
+}
+
+/** `ConsumerInterest`, typed by the process manager's tables and events. */
+export interface ProcessManagerInterest<State, E extends { type: string; data: unknown }> {
+  load(db: Kysely<State>): Promise<void>;
+  wants(event: Recorded<E>): boolean;
 }
 
 export interface ProcessManager extends Consumer {
@@ -34,7 +42,19 @@ export function defineProcessManager<State, E extends { type: string; data: unkn
     migrations: definition.migrations,
     canHandle: new Set<string>(definition.canHandle),
     ...(definition.onFailure ? { onFailure: definition.onFailure } : {}),
+    ...(definition.interest ? { interest: typedInterest(definition.interest) } : {}),
     // The runtime hands over only events whose type is in `canHandle`, so the narrowing holds.
     apply: (db, events, context) => definition.handle(withTableTypes<State>(db), events as readonly Recorded<E>[], context),
+  };
+}
+
+function typedInterest<State, E extends { type: string; data: unknown }>(make: () => ProcessManagerInterest<State, E>): () => ConsumerInterest {
+  return () => {
+    const interest = make();
+    return {
+      load: (db) => interest.load(withTableTypes<State>(db)),
+      // Asked only about events whose type is in `canHandle`, as `apply` is.
+      wants: (event) => interest.wants(event as Recorded<E>),
+    };
   };
 }

@@ -176,6 +176,25 @@ export const webhookDeliveries = defineProcessManager<WebhookDeliveryState, Hand
     ...WEBHOOK_SOURCE_EVENT_TYPES,
   ],
 
+  // Most organisations have no endpoint: their facts ask for nothing, and pass by without a transaction.
+  interest: () => {
+    const configured = new Set<string>();
+    return {
+      async load(db) {
+        configured.clear();
+        for (const row of await db.selectFrom('webhook_endpoints').select('organisation_id').distinct().execute()) configured.add(row.organisation_id);
+      },
+      wants(event) {
+        if (!ASKS_ONLY_FOR_DELIVERIES.has(event.type)) {
+          // Once an endpoint was created, even if deleted since: never declining what could deliver.
+          if (event.type === 'WebhookCreated') configured.add(event.data.organisationId);
+          return true;
+        }
+        return configured.has(event.data.organisationId);
+      },
+    };
+  },
+
   async handle(db, events, context) {
     const endpoints = await EndpointBatch.load(db, [...new Set(events.map((event) => event.data.organisationId))]);
     const leaderboards = new RowBatch<{ id: string; state: LeaderboardState }>('webhook_leaderboards', ['id']);
@@ -265,6 +284,14 @@ export const webhookDeliveries = defineProcessManager<WebhookDeliveryState, Hand
     await appendAll(context, appends);
   },
 });
+
+/**
+ * The facts whose only effect here is deliveries to their organisation's endpoints (`handle`'s default case, but
+ * the grant it records): one of an organisation that never had an endpoint asks for nothing.
+ */
+const ASKS_ONLY_FOR_DELIVERIES: ReadonlySet<string> = new Set<string>(
+  WEBHOOK_SOURCE_EVENT_TYPES.filter((type) => type !== 'RewardAssetGranted' && !(LEADERBOARD_EVENTS as readonly string[]).includes(type)),
+);
 
 async function appendAll(context: BatchContext, appends: StreamAppend[]): Promise<void> {
   for (let start = 0; start < appends.length; start += APPENDS_PER_CALL) await context.append(appends.slice(start, start + APPENDS_PER_CALL));

@@ -529,6 +529,99 @@ describe('projector runtime on PostgreSQL, across processes and sessions', () =>
       delete (store as { announceAppender?: unknown }).announceAppender;
     }
   });
+  it("passes over the events a process manager's interest declines, without a batch, and learns from the others in log order", async () => {
+    type Configured = { type: 'Configured'; data: { organisationId: string } };
+    type Fact = { type: 'Fact'; data: { organisationId: string; n: number } };
+    const handed: string[] = [];
+    const loads: string[][] = [];
+    const relay = defineProcessManager<{ relay_organisations: { id: string } }, Configured | Fact>({
+      name: 'relay',
+      version: 1,
+      migrations: {
+        '0001': {
+          async up(db) {
+            await db.schema
+              .createTable('relay_organisations')
+              .addColumn('id', 'text', (c) => c.primaryKey())
+              .execute();
+          },
+        },
+      },
+      canHandle: ['Configured', 'Fact'],
+      interest: () => {
+        const configured = new Set<string>();
+        return {
+          async load(db) {
+            configured.clear();
+            for (const row of await db.selectFrom('relay_organisations').select('id').execute()) configured.add(row.id);
+            loads.push([...configured].sort());
+          },
+          wants(event) {
+            if (event.type === 'Configured') {
+              configured.add(event.data.organisationId);
+              return true;
+            }
+            return configured.has(event.data.organisationId);
+          },
+        };
+      },
+      async handle(db, events, context) {
+        for (const event of events) {
+          handed.push(event.type === 'Fact' ? `${event.data.organisationId}:${event.data.n}` : `configured ${event.data.organisationId}`);
+          if (event.type === 'Configured')
+            await db
+              .insertInto('relay_organisations')
+              .values({ id: event.data.organisationId })
+              .onConflict((oc) => oc.doNothing())
+              .execute();
+          else
+            await context.append([
+              {
+                stream: `relayed-${event.data.organisationId}-${event.data.n}`,
+                expectedRevision: 'no_stream',
+                events: [{ type: 'Relayed', data: event.data }],
+              },
+            ]);
+        }
+      },
+    });
+    await prepareProjections(test.database.db, [relay]);
+    const caughtUpRelay = async () => {
+      const head = await store.head();
+      return head !== null && (await seenCheckpoint(test, 'relay')) === head.position;
+    };
+    const relayed = async () =>
+      (
+        await sql<{ stream_name: string }>`select stream_name from es_events where event_type = 'Relayed' order by global_position`.execute(test.database.db)
+      ).rows.map((row) => row.stream_name);
+    const fact = (organisationId: string, n: number) => ({ type: 'Fact', data: { organisationId, n } });
+
+    let manager = new ProjectionRunner(test.database, store, [relay], silent, { scanIntervalMs: 100, leaseMs: 1500 });
+    try {
+      await manager.start();
+      // Organisation b is configured in the same append (one page) as its first fact, before it in the log.
+      await store.append('relay-input-1', [fact('a', 1), { type: 'Configured', data: { organisationId: 'b' } }, fact('b', 2), fact('a', 3)]);
+      await store.append('relay-input-2', [fact('a', 4)]);
+      await waitUntil(caughtUpRelay, 20_000, 'the relay to pass every event');
+      await manager.stop();
+      expect(handed).toEqual(['configured b', 'b:2']);
+      expect(await relayed()).toEqual(['relayed-b-2']);
+
+      // A new worker loads what the tables say (b) before its first page; a later configuration counts from its place in the log.
+      handed.length = 0;
+      loads.length = 0;
+      manager = new ProjectionRunner(test.database, store, [relay], silent, { scanIntervalMs: 100, leaseMs: 1500 });
+      await manager.start();
+      await store.append('relay-input-3', [fact('c', 5), fact('b', 6), { type: 'Configured', data: { organisationId: 'c' } }, fact('c', 7), fact('a', 8)]);
+      await waitUntil(caughtUpRelay, 20_000, 'the relay to pass the later events');
+      await manager.stop();
+      expect(loads[0]).toEqual(['b']);
+      expect(handed).toEqual(['b:6', 'configured c', 'c:7']);
+      expect(await relayed()).toEqual(['relayed-b-2', 'relayed-b-6', 'relayed-c-7']);
+    } finally {
+      await manager.stop();
+    }
+  });
   it("wakes this process's readers when a process manager's batch that held the horizon ends without appending", async () => {
     // The manager's batch takes a transaction id, so it holds every reader's horizon; while it is open an event
     // appended elsewhere is committed but hidden, and the tally's reads find nothing new. It then commits

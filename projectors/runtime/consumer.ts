@@ -27,6 +27,11 @@ export interface Consumer {
   readonly migrations: Record<string, Migration>;
   /** The event types it handles; the runtime hands it nothing else (the checkpoint still moves past the rest). */
   readonly canHandle: ReadonlySet<string>;
+  /**
+   * A finer filter than `canHandle`, kept in memory by each worker (see `ConsumerInterest`). Without one, every
+   * event of a handled type is handed over.
+   */
+  readonly interest?: () => ConsumerInterest;
   /** When an event keeps failing: park it and go on (default), or stop. */
   readonly onFailure?: { attempts: number; then: 'park' | 'stop' };
   /**
@@ -35,6 +40,20 @@ export interface Consumer {
    * `db` is scoped to the generation's schema and runs in the batch's transaction.
    */
   apply(db: UntypedDb, events: readonly RecordedEvent[], context: BatchContext): Promise<void>;
+}
+
+/**
+ * Which events of a handled type a consumer needs, told from what it keeps in memory: a process manager that
+ * acts only for organisations with some configuration passes over the others' events without a transaction
+ * (a page of nothing else for it moves its checkpoint with the idle consumers'). `load` reads what it keeps
+ * from the generation's own tables each time the worker reads its checkpoint; `wants` is then asked about
+ * every event of a handled type past that checkpoint, in log order, before any of them is applied, and may
+ * learn from it (an event that configures an organisation). It must never decline an event whose application
+ * would change anything; accepting one that changes nothing only costs the batch.
+ */
+export interface ConsumerInterest {
+  load(db: UntypedDb): Promise<void>;
+  wants(event: RecordedEvent): boolean;
 }
 
 /** What the runtime offers a batch besides its tables. */

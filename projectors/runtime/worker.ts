@@ -6,7 +6,7 @@ import { scheduleJob } from '../../infra/jobs.ts';
 import type { Logger } from '../../infra/logging.ts';
 import { traceBatch } from '../../infra/tracing.ts';
 import { committedCheckpointsOf, type CommittedCheckpoints } from './committed-checkpoints.ts';
-import type { BatchContext, Consumer } from './consumer.ts';
+import type { BatchContext, Consumer, ConsumerInterest } from './consumer.ts';
 import { generationRow, readyToSwap, relogBuild, restartWipedBuild, runtimeDb, schemaOf, StaleCheckpoint, swapIn } from './generations.ts';
 import type { LeaseKeeper } from './leases.ts';
 import type { LogPage, LogReader, SharedLog } from './shared-log.ts';
@@ -218,6 +218,8 @@ export class GenerationWorker {
   private building = false;
   /** When this worker last started a live batch that held events for it (`Date.now()`). */
   private lastBatchAt = 0;
+  /** The consumer's finer filter, this worker's own (loaded with the checkpoint); null when it has none. */
+  private readonly interest: ConsumerInterest | null;
 
   constructor(
     private readonly deps: WorkerDependencies,
@@ -227,6 +229,7 @@ export class GenerationWorker {
     this.schema = schemaOf(consumer.name, generation);
     this.log = deps.logger.child({ projection: consumer.name, generation });
     this.reports = committedCheckpointsOf(deps.database.db);
+    this.interest = consumer.interest?.() ?? null;
   }
 
   private get db(): UntypedDb {
@@ -274,6 +277,9 @@ export class GenerationWorker {
       row = await generationRow(this.db, this.consumer.name, this.generation);
       if (!row) return false;
     }
+    // What the consumer keeps to filter with, read after the checkpoint: its tables hold at least every change
+    // up to it (a rival's later batches only add), and `wants` learns from every event past it.
+    await this.interest?.load(this.db.withSchema(this.schema));
     this.checkpoint = row.checkpoint;
     this.persisted = row.checkpoint;
     this.persistedAt = Date.now();
@@ -420,7 +426,8 @@ export class GenerationWorker {
   private handledIn(page: LogPage, events: RecordedEvent[]): RecordedEvent[] {
     // Twenty consumers run this over every event of a rebuild: the set is read once, not once per event.
     const handles = this.consumer.canHandle;
-    for (const event of page.events) if (handles.has(event.type)) events.push(event);
+    const interest = this.interest;
+    for (const event of page.events) if (handles.has(event.type) && (interest === null || interest.wants(event))) events.push(event);
     return events;
   }
 
@@ -609,7 +616,7 @@ export class GenerationWorker {
         const gap = await store.readAll({ after: from, until: to, limit: 5000 });
         if (gap.checkpoint !== to) return false;
         await this.advance(trx, from, to);
-        const events = gap.events.filter((event) => this.consumer.canHandle.has(event.type));
+        const events = gap.events.filter((event) => this.consumer.canHandle.has(event.type) && (this.interest?.wants(event) ?? true));
         if (events.length > 0) await this.consumer.apply(trx.withSchema(this.schema), events, this.contextFor(trx));
         this.checkpoint = to;
         this.persisted = to;
