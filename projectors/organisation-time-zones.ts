@@ -36,6 +36,8 @@ export function isTimeZoneEvent(event: { type: string }): event is Recorded<Time
  */
 export class BatchTimeZones {
   private readonly changed = new Map<string, string>();
+  /** The organisations whose rows were asked for (a row may not exist: UTC). */
+  private readonly asked = new Set<string>();
 
   private constructor(
     private readonly db: Kysely<Record<string, TimeZoneRow>>,
@@ -44,10 +46,26 @@ export class BatchTimeZones {
   ) {}
 
   static async load(db: UntypedDb, table: string, organisationIds: Iterable<string>): Promise<BatchTimeZones> {
-    const typed = withTableTypes<Record<string, TimeZoneRow>>(db);
-    const ids = [...new Set(organisationIds)];
-    const rows = ids.length === 0 ? [] : await typed.selectFrom(table).select(['id', 'time_zone']).where('id', 'in', ids).execute();
-    return new BatchTimeZones(typed, table, new Map(rows.map((row) => [row.id, row.time_zone])));
+    const zones = new BatchTimeZones(withTableTypes<Record<string, TimeZoneRow>>(db), table, new Map());
+    await zones.ensure(organisationIds);
+    return zones;
+  }
+
+  /**
+   * Reads the zones of those organisations the batch has neither read nor followed yet (one query, none when
+   * there are none): a batch that needs zones for only some of its facts reads them when it knows which.
+   */
+  async ensure(organisationIds: Iterable<string>): Promise<void> {
+    const ids: string[] = [];
+    for (const id of organisationIds) {
+      if (this.zones.has(id) || this.asked.has(id)) continue;
+      this.asked.add(id);
+      ids.push(id);
+    }
+    if (ids.length === 0) return;
+    const rows = await this.db.selectFrom(this.table).select(['id', 'time_zone']).where('id', 'in', ids).execute();
+    // A zone followed meanwhile is later in the log than the row: it stays.
+    for (const row of rows) if (!this.zones.has(row.id)) this.zones.set(row.id, row.time_zone);
   }
 
   /** Follows a time zone event (in log order with the facts that use it). */

@@ -35,6 +35,8 @@ export async function engageCustomEvents(db: EngineDb, causes: readonly LoggedEv
     );
     return { cause, challenges };
   });
+  // Only a decision reads a zone: a custom event that matches no challenge (most, in many organisations) needs none.
+  await zones.ensure(plans.flatMap(({ cause, challenges }) => (challenges.length > 0 ? [cause.data.organisationId] : [])));
   const memberPairs = uniquePairs(causes.map((cause): [string, string] => [cause.data.userId, cause.data.communityId]));
   const progressPairs = uniquePairs(plans.flatMap(({ cause, challenges }) => challenges.map((c): [string, string] => [cause.data.userId, c.challengeId])));
   const members = await loadMembers(db, memberPairs);

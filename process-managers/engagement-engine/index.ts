@@ -37,7 +37,7 @@ const ENGINE_EVENTS = [
  * A batch goes in log order: each run of custom events is engaged as one unit (`custom-events.ts`); the
  * admin side's events between runs update what the engine knows (`catalogue.ts`); a closed window pays its
  * rank rewards (`rank-payouts.ts`), a draw grants its winners' assets (`giveaway-grants.ts`). The time zones
- * the batch needs are read once and followed in memory.
+ * a run's matching challenges need are read with its state, once a batch, and followed in memory.
  */
 export const engagementEngine = defineProcessManager<EngineState, EngineEvent>({
   name: ENGINE_PROCESS,
@@ -47,11 +47,8 @@ export const engagementEngine = defineProcessManager<EngineState, EngineEvent>({
   onFailure: { attempts: 5, then: 'park' },
 
   async handle(db, events, context) {
-    const zones = await BatchTimeZones.load(
-      db,
-      'engine_organisations',
-      events.flatMap((event) => (event.type === 'CustomEventLogged' ? [event.data.organisationId] : [])),
-    );
+    // Read when a run of custom events knows which of its organisations it needs (those with a matching challenge).
+    const zones = await BatchTimeZones.load(db, 'engine_organisations', []);
     let run: LoggedEvent[] = [];
     const engageRun = async () => {
       if (run.length > 0) await engageCustomEvents(db, run, zones, context);
