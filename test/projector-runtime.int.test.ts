@@ -674,6 +674,63 @@ describe('projector runtime on PostgreSQL, across processes and sessions', () =>
       delete (store as { readAll?: unknown }).readAll;
     }
   });
+  it("moves a process manager's checkpoint and commits in one message, and rolls the batch back when a rival moved it meanwhile", async () => {
+    const handed: number[][] = [];
+    const purposes = new Map<string, number>();
+    let observing = false;
+    test.database.observeStatements((purpose) => {
+      if (observing) purposes.set(purpose, (purposes.get(purpose) ?? 0) + 1);
+    });
+    let rivalMovedTo: string | null = null;
+    const guarded = defineProcessManager<object, { type: 'Guarded'; data: { n: number } }>({
+      name: 'guarded',
+      version: 1,
+      migrations: {},
+      canHandle: ['Guarded'],
+      async handle(_db, events, context) {
+        handed.push(events.map((event) => event.data.n));
+        await context.append(events.map((event) => ({ stream: `guarded-echo-${event.data.n}`, events: [{ type: 'GuardedEcho', data: { n: event.data.n } }] })));
+        if (rivalMovedTo === null) {
+          // A rival (another session, outside the lock this batch holds) applied the first event and moved the row.
+          rivalMovedTo = events[0]!.position;
+          await test.database.db.updateTable('projection_generations').set({ checkpoint: rivalMovedTo }).where('name', '=', 'guarded').execute();
+        }
+      },
+    });
+    await prepareProjections(test.database.db, [guarded]);
+    const manager = new ProjectionRunner(test.database, store, [guarded], silent, { scanIntervalMs: 100, leaseMs: 1500 });
+    try {
+      await manager.start();
+      await waitUntil(
+        async () => (await seenCheckpoint(test, 'guarded')) === ((await store.head())?.position ?? null),
+        20_000,
+        'the manager to reach the head',
+      );
+      observing = true;
+      await store.append(
+        'guarded-input',
+        [1, 2, 3].map((n) => ({ type: 'Guarded', data: { n } })),
+      );
+      await waitUntil(async () => (await seenCheckpoint(test, 'guarded')) === (await store.head())?.position, 20_000, 'the manager to pass the three events');
+      await manager.stop();
+      observing = false;
+      // Its first batch was rolled back, its echoes with it; it went on from where the rival left the row.
+      expect(handed).toEqual([
+        [1, 2, 3],
+        [2, 3],
+      ]);
+      const echoes = await sql<{ n: number }>`select (data ->> 'n')::int as n from es_events where event_type = 'GuardedEcho' order by global_position`.execute(
+        test.database.db,
+      );
+      expect(echoes.rows).toEqual([{ n: 2 }, { n: 3 }]);
+      // Each batch: its claim (BEGIN with it) and its move with the COMMIT; the only transaction statement of
+      // their own is the ROLLBACK of the batch the rival overtook.
+      expect(purposes.get('checkpoint')).toBe(2 * handed.length);
+      expect(purposes.get('transaction')).toBe(1);
+    } finally {
+      await manager.stop();
+    }
+  });
   it("begins each batch's transaction in its checkpoint's statement: a checkpoint and a commit per batch, no BEGIN of its own", async () => {
     const purposes = new Map<string, number>();
     let observing = false;

@@ -81,7 +81,23 @@ export const projectionRuntimeMigrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0004_checkpoint_moved': {
+    async up(db) {
+      // Fails a statement whose checkpoint compare-and-set moved no row (`STALE_CHECKPOINT_STATE`): a process
+      // manager's batch then moves its checkpoint and commits in one message, and a rival's move ends it
+      // before the COMMIT runs, as a failed statement ends the rest of its message.
+      await sql`create or replace function projection_checkpoint_moved(moved bigint) returns void language plpgsql as $$
+        begin
+          if moved <> 1 then
+            raise exception 'the generation moved on elsewhere' using errcode = 'EG001';
+          end if;
+        end $$`.execute(db);
+    },
+  },
 };
+
+/** The SQLSTATE of `projection_checkpoint_moved`'s refusal: the checkpoint was not where the batch began. */
+export const STALE_CHECKPOINT_STATE = 'EG001';
 
 /**
  * A generation's checkpoint as readers see it: its row's, or further on where its process announced that the

@@ -7,7 +7,17 @@ import type { Logger } from '../../infra/logging.ts';
 import { traceBatch } from '../../infra/tracing.ts';
 import { committedCheckpointsOf, type CommittedCheckpoints } from './committed-checkpoints.ts';
 import type { BatchContext, Consumer, ConsumerInterest } from './consumer.ts';
-import { generationRow, readyToSwap, relogBuild, restartWipedBuild, runtimeDb, schemaOf, StaleCheckpoint, swapIn } from './generations.ts';
+import {
+  generationRow,
+  readyToSwap,
+  relogBuild,
+  restartWipedBuild,
+  runtimeDb,
+  schemaOf,
+  STALE_CHECKPOINT_STATE,
+  StaleCheckpoint,
+  swapIn,
+} from './generations.ts';
 import type { LeaseKeeper } from './leases.ts';
 import type { LogPage, LogReader, SharedLog } from './shared-log.ts';
 import { backoff, isTransient, sleep } from './transient.ts';
@@ -484,8 +494,8 @@ export class GenerationWorker {
         else await this.advance(trx, from, to, { begin: true, relaxedCommit: this.consumer.kind === 'projection' });
         await work(trx, this.contextFor(trx, appended));
         await this.deps.options.onBatchApplied?.(this.consumer.name, this.generation, { events, checkpoint: to, caughtUp: false });
-        if (announce) await this.advance(trx, from, to);
-        await sql`commit`.execute(trx);
+        if (announce) await this.advanceAndCommit(trx, from, to);
+        else await sql`commit`.execute(trx);
         // Its id held every reader's horizon; with no append there was no NOTIFY to say it ended.
         if (announce && !appended.any && store instanceof PostgresEventStore) store.horizonReleased();
       } catch (error) {
@@ -593,6 +603,27 @@ export class GenerationWorker {
       where name = ${value(this.consumer.name)} and generation = ${value(this.generation)} and status <> 'retired'
         and checkpoint is not distinct from ${value(from)}`.execute(trx);
     if (Number(result.numAffectedRows ?? 0) !== 1) throw new StaleCheckpoint();
+  }
+
+  /**
+   * A process manager's checkpoint compare-and-set and its COMMIT, in one message (one round trip of its
+   * batch's five, with its appends usually in one `es_append`). The values go as literals, as `advance` writes
+   * them with BEGIN; a move that finds the checkpoint elsewhere fails its statement (`projection_checkpoint_moved`),
+   * which ends the message before the COMMIT: the transaction is then rolled back like any failed batch.
+   */
+  private async advanceAndCommit(trx: UntypedDb, from: Position | null, to: Position | null): Promise<void> {
+    try {
+      await sql`/* engage:checkpoint */ with moved as (
+          update projection_generations set checkpoint = ${sql.lit(to)}, updated_at = now(), last_error = null
+          where name = ${sql.lit(this.consumer.name)} and generation = ${sql.lit(this.generation)} and status <> 'retired'
+            and checkpoint is not distinct from ${sql.lit(from)}
+          returning 1)
+        select projection_checkpoint_moved((select count(*) from moved));
+        commit`.execute(trx);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === STALE_CHECKPOINT_STATE) throw new StaleCheckpoint();
+      throw error;
+    }
   }
 
   private async trySwap(checkpoint: Position | null, caughtUp: boolean): Promise<void> {
