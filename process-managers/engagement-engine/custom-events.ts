@@ -4,30 +4,24 @@ import { NO_STREAK, decideCustomEvent } from '../../domain/engagement.ts';
 import type { BatchTimeZones } from '../../projectors/organisation-time-zones.ts';
 import type { BatchContext, Recorded } from '../process-manager.ts';
 import { OutcomeAppends } from './appends.ts';
-import {
-  loadAllocations,
-  loadCommunityChallenges,
-  loadMembers,
-  loadProgress,
-  pairKey,
-  saveMembers,
-  saveProgress,
-  supplies,
-  uniquePairs,
-  type EngineDb,
-} from './state.ts';
+import { loadAllocations, loadChallengesAndMembers, loadProgress, pairKey, saveMembers, saveProgress, supplies, uniquePairs, type EngineDb } from './state.ts';
 
 export type LoggedEvent = Recorded<CustomEventEvent>;
 
 /**
  * Engages a run of custom events (no other event of the engine's between them in the log) as one unit of
- * work: the state they need is read in four queries (the communities' challenges, the members, their
- * progress, the allocations), each event is decided in log order against the state the earlier ones left
+ * work: the state they need is read in three queries (the communities' challenges with the members, their
+ * progress, the allocations; the last two only for events that match a challenge), each event is decided in log order against the state the earlier ones left
  * (the same user twice in a run works): attempts, completions, points, XP, streaks and hand-outs.
  * Everything they cause is appended in one call, and the new state is written in bulk.
  */
 export async function engageCustomEvents(db: EngineDb, causes: readonly LoggedEvent[], zones: BatchTimeZones, context: BatchContext): Promise<void> {
-  const challengesByCommunity = await loadCommunityChallenges(db, [...new Set(causes.map((cause) => cause.data.communityId))]);
+  const memberPairs = uniquePairs(causes.map((cause): [string, string] => [cause.data.userId, cause.data.communityId]));
+  const { challenges: challengesByCommunity, members } = await loadChallengesAndMembers(
+    db,
+    [...new Set(causes.map((cause) => cause.data.communityId))],
+    memberPairs,
+  );
   const plans = causes.map((cause) => {
     const { communityId, organisationId, name } = cause.data;
     const challenges = (challengesByCommunity.get(communityId) ?? []).filter(
@@ -37,9 +31,7 @@ export async function engageCustomEvents(db: EngineDb, causes: readonly LoggedEv
   });
   // Only a decision reads a zone: a custom event that matches no challenge (most, in many organisations) needs none.
   await zones.ensure(plans.flatMap(({ cause, challenges }) => (challenges.length > 0 ? [cause.data.organisationId] : [])));
-  const memberPairs = uniquePairs(causes.map((cause): [string, string] => [cause.data.userId, cause.data.communityId]));
   const progressPairs = uniquePairs(plans.flatMap(({ cause, challenges }) => challenges.map((c): [string, string] => [cause.data.userId, c.challengeId])));
-  const members = await loadMembers(db, memberPairs);
   const progress = await loadProgress(db, progressPairs);
   const rows = await loadAllocations(
     db,

@@ -329,6 +329,43 @@ export interface Member {
   lastActiveAt: string;
 }
 
+/**
+ * The challenges of these communities and the members of these pairs, in one query (a round trip of every
+ * batch of custom events fewer than reading them apart); apart when the pairs need more than one statement.
+ */
+export async function loadChallengesAndMembers(
+  db: EngineDb,
+  communityIds: readonly string[],
+  pairs: [string, string][],
+): Promise<{ challenges: Map<string, ChallengeRecord[]>; members: Map<string, Member> }> {
+  if (communityIds.length === 0 || pairs.length === 0 || pairs.length > ROWS_PER_STATEMENT) {
+    return { challenges: await loadCommunityChallenges(db, communityIds), members: await loadMembers(db, pairs) };
+  }
+  const challenges = new Map<string, ChallengeRecord[]>(communityIds.map((id) => [id, []]));
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb
+        .selectFrom('engine_challenges')
+        .select(sql<[string, ChallengeRecord][]>`coalesce(json_agg(json_build_array(community_id, record) order by community_id, id), '[]')`.as('list'))
+        .where('community_id', 'in', [...challenges.keys()])
+        .as('challenges'),
+      eb
+        .selectFrom('engine_members')
+        .select(
+          sql<[string, string, StreakState, string][]>`coalesce(json_agg(json_build_array(user_id, community_id, streak, last_active_at)), '[]')`.as('list'),
+        )
+        .where(pairIn('user_id', 'community_id', pairs))
+        .as('members'),
+    ])
+    .executeTakeFirstOrThrow();
+  for (const [communityId, record] of row.challenges ?? []) challenges.get(communityId)!.push(record);
+  const members = new Map<string, Member>();
+  for (const [userId, communityId, streak, lastActiveAt] of row.members ?? []) {
+    members.set(pairKey(userId, communityId), { streak, lastActiveAt: new Date(lastActiveAt).toISOString() });
+  }
+  return { challenges, members };
+}
+
 /** Members by (user, community) pair key, in one query a chunk. */
 export async function loadMembers(db: EngineDb, pairs: [string, string][]): Promise<Map<string, Member>> {
   const members = new Map<string, Member>();
