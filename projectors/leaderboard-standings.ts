@@ -134,9 +134,9 @@ function isFact(event: Recorded<StandingsEvent>): event is Recorded<CountedFact>
  * standings (`LeaderboardWindowClosed`) are kept beside them.
  *
  * A batch reads the time zones, leaderboards and (where a condition needs them) user variables it needs
- * once, follows their changes in memory in log order while it turns each fact into moves, then writes: the
- * marks (one insert, which says which are new), the scores (one upsert that adds), the frozen windows, and
- * its changes to its own copies.
+ * once, follows their changes in memory in log order while it turns each fact into moves, then writes in one
+ * statement the frozen windows, the marks (one insert, which says which are new) and the scores (one upsert
+ * that adds), and then its changes to its own copies.
  */
 export const leaderboardStandingsProjection = defineProjection<LeaderboardStandingsTables, StandingsEvent>({
   name: STANDINGS_PROJECTION,
@@ -254,8 +254,7 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
       }
     }
 
-    await moves.write(db);
-    await freeze(db, closed);
+    await moves.write(db, closed);
     await timeZones.save();
     await leaderboards.save(db);
     await variables.save(db);
@@ -296,16 +295,33 @@ class ScoreMoves {
   }
 
   /**
-   * One statement, each set as one JSON array per column (`unnestRows`): the marks inserted (the new ones come
-   * back from the insert), then one upsert of each touched score: its folded sum and the first move of each
-   * new mark added, and the latest time it was raised.
+   * One statement, each set as one JSON array per column (`unnestRows`): the closed windows and their frozen
+   * standings inserted, the marks inserted (the new ones come back from the insert), then one upsert of each
+   * touched score: its folded sum and the first move of each new mark added, and the latest time it was raised.
    */
-  async write(db: Db): Promise<void> {
-    if (this.unmarked.size === 0 && this.marked.size === 0) return;
+  async write(db: Db, closed: readonly LeaderboardWindowEvent['data'][]): Promise<void> {
+    if (this.unmarked.size === 0 && this.marked.size === 0 && closed.length === 0) return;
+    // The windows the batch closed and their standings go in the same statement (empty sets when none closed):
+    // a round trip fewer a batch, and one statement's shape whatever the batch holds.
+    const frozen = frozenOf(closed);
     const scores: ScoreMove[] = [...this.unmarked.values()];
     const unmarked = unnestRows(scores, SCORE_MOVE_COLUMNS);
     const marked = unnestRows([...this.marked.values()], { ...SCORE_MOVE_COLUMNS, mark: 'text' });
     await db
+      .with('closed_windows_written', (qc) =>
+        qc
+          .insertInto('leaderboard_closed_windows')
+          .columns(frozen.windows.columns)
+          .expression(frozen.windows.select)
+          .onConflict((oc) => oc.doNothing()),
+      )
+      .with('frozen_standings_written', (qc) =>
+        qc
+          .insertInto('leaderboard_frozen_standings')
+          .columns(frozen.standings.columns)
+          .expression(frozen.standings.select)
+          .onConflict((oc) => oc.columns(['leaderboard_id', 'window_start', 'rank']).doNothing()),
+      )
       .with('unmarked', () => sql<ScoreMove>`(${unmarked.select})`)
       .with('marked', () => sql<MarkedMove>`(${marked.select})`)
       .with('new_marks', (qc) =>
@@ -538,14 +554,22 @@ function movesOf(event: Recorded<CountedFact>, timeZone: string, leaderboards: B
   }
 }
 
-/** Closed windows and their frozen standings, as first recorded (one insert each, a window closed again changes nothing). */
-async function freeze(db: Db, closed: readonly LeaderboardWindowEvent['data'][]): Promise<void> {
-  if (closed.length === 0) return;
-  const windows = new Map<string, { leaderboard_id: string; window_start: string; window_end: string; closed_at: string }>();
-  const standings = new Map<
-    string,
-    { leaderboard_id: string; window_start: string; rank: number; user_id: string; score: number; reached_at: string; closed_at: string }
-  >();
+/** A batch's closed windows and their frozen standings, as rows of a statement (`unnestRows`). */
+interface Frozen {
+  windows: ReturnType<typeof unnestRows<ClosedWindowRow>>;
+  standings: ReturnType<typeof unnestRows<FrozenStandingRow>>;
+}
+
+type ClosedWindowRow = { leaderboard_id: string; window_start: string; window_end: string; closed_at: string };
+type FrozenStandingRow = { leaderboard_id: string; window_start: string; rank: number; user_id: string; score: number; reached_at: string; closed_at: string };
+
+/**
+ * Closed windows and their frozen standings, as first recorded (a window closed again changes nothing): one
+ * insert each, `on conflict do nothing`, as CTEs of the batch's statement (`ScoreMoves.write`).
+ */
+function frozenOf(closed: readonly LeaderboardWindowEvent['data'][]): Frozen {
+  const windows = new Map<string, ClosedWindowRow>();
+  const standings = new Map<string, FrozenStandingRow>();
   for (const window of closed) {
     const key = `${window.leaderboardId} ${Date.parse(window.windowStart)}`;
     if (!windows.has(key))
@@ -564,32 +588,16 @@ async function freeze(db: Db, closed: readonly LeaderboardWindowEvent['data'][])
       });
     }
   }
-  const windowRows = unnestRows([...windows.values()], {
-    leaderboard_id: 'text',
-    window_start: 'timestamptz',
-    window_end: 'timestamptz',
-    closed_at: 'timestamptz',
-  });
-  await db
-    .insertInto('leaderboard_closed_windows')
-    .columns(windowRows.columns)
-    .expression(windowRows.select)
-    .onConflict((oc) => oc.doNothing())
-    .execute();
-  if (standings.size === 0) return;
-  const standingRows = unnestRows([...standings.values()], {
-    leaderboard_id: 'text',
-    window_start: 'timestamptz',
-    rank: 'integer',
-    user_id: 'text',
-    score: 'double precision',
-    reached_at: 'timestamptz',
-    closed_at: 'timestamptz',
-  });
-  await db
-    .insertInto('leaderboard_frozen_standings')
-    .columns(standingRows.columns)
-    .expression(standingRows.select)
-    .onConflict((oc) => oc.columns(['leaderboard_id', 'window_start', 'rank']).doNothing())
-    .execute();
+  return {
+    windows: unnestRows([...windows.values()], { leaderboard_id: 'text', window_start: 'timestamptz', window_end: 'timestamptz', closed_at: 'timestamptz' }),
+    standings: unnestRows([...standings.values()], {
+      leaderboard_id: 'text',
+      window_start: 'timestamptz',
+      rank: 'integer',
+      user_id: 'text',
+      score: 'double precision',
+      reached_at: 'timestamptz',
+      closed_at: 'timestamptz',
+    }),
+  };
 }
