@@ -6,6 +6,7 @@ import type { RewardAssetGrant } from '../../domain/engagement-events.ts';
 import type { RankDistribution } from '../../domain/leaderboard.ts';
 import type { Redeemable, RewardKind } from '../../domain/reward.ts';
 import { createTimeZoneTable, type TimeZoneRow } from '../../projectors/organisation-time-zones.ts';
+import { unnestRows } from '../../projectors/unnest.ts';
 
 export const ENGINE_PROCESS = 'engagement_engine';
 
@@ -366,6 +367,8 @@ export async function loadChallengesAndMembers(
   return { challenges, members };
 }
 
+const MEMBER_COLUMNS = { user_id: 'text', community_id: 'text', streak: 'jsonb', last_active_at: 'timestamptz' } as const;
+
 /** Members by (user, community) pair key, in one query a chunk. */
 export async function loadMembers(db: EngineDb, pairs: [string, string][]): Promise<Map<string, Member>> {
   const members = new Map<string, Member>();
@@ -383,24 +386,28 @@ export async function loadMembers(db: EngineDb, pairs: [string, string][]): Prom
 }
 
 export async function saveMembers(db: EngineDb, members: { userId: string; communityId: string; member: Member }[]): Promise<void> {
-  for (const chunk of chunks(members)) {
-    await db
-      .insertInto('engine_members')
-      .values(
-        chunk.map(({ userId, communityId, member }) => ({
-          user_id: userId,
-          community_id: communityId,
-          streak: JSON.stringify(member.streak),
-          last_active_at: member.lastActiveAt,
-        })),
-      )
-      .onConflict((oc) =>
-        oc
-          .columns(['user_id', 'community_id'])
-          .doUpdateSet({ streak: (eb) => eb.ref('excluded.streak'), last_active_at: (eb) => eb.ref('excluded.last_active_at') }),
-      )
-      .execute();
-  }
+  if (members.length === 0) return;
+  // One parameter per column whatever the count (`unnestRows`): a short statement of one text per shape, where
+  // a row of parameters each made a statement of its own for every count of members.
+  const rows = unnestRows(
+    members.map(({ userId, communityId, member }) => ({
+      user_id: userId,
+      community_id: communityId,
+      streak: member.streak,
+      last_active_at: member.lastActiveAt,
+    })),
+    MEMBER_COLUMNS,
+  );
+  await db
+    .insertInto('engine_members')
+    .columns(rows.columns)
+    .expression(rows.select)
+    .onConflict((oc) =>
+      oc
+        .columns(['user_id', 'community_id'])
+        .doUpdateSet({ streak: (eb) => eb.ref('excluded.streak'), last_active_at: (eb) => eb.ref('excluded.last_active_at') }),
+    )
+    .execute();
 }
 
 /**
