@@ -226,8 +226,7 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
 
   async apply(db, events) {
     const factOrganisations = new Set(events.filter(isFact).map((event) => event.data.organisationId));
-    const timeZones = await BatchTimeZones.load(db, 'standings_organisations', factOrganisations);
-    const leaderboards = await BatchLeaderboards.load(db, events, factOrganisations);
+    const { timeZones, leaderboards } = await loadZonesAndLeaderboards(db, events, factOrganisations);
     const variables = await loadVariables(db, events, leaderboards);
     const moves = new ScoreMoves();
     const closed: LeaderboardWindowEvent['data'][] = [];
@@ -391,21 +390,18 @@ class BatchLeaderboards {
   /** Each leaderboard's span as `leaderboardWindowOf` takes it: one object per leaderboard, which it keeps what it found for. */
   private readonly spans = new WeakMap<Leaderboard, WindowedLeaderboard>();
 
-  static async load(db: Db, events: readonly Recorded<StandingsEvent>[], organisationIds: Set<string>): Promise<BatchLeaderboards> {
+  /** The leaderboards the batch's leaderboard events name. */
+  static namedBy(events: readonly Recorded<StandingsEvent>[]): Set<string> {
     const ids = new Set<string>();
     for (const event of events) {
       if (event.type === 'LeaderboardCreated' || event.type === 'LeaderboardUpdated' || event.type === 'LeaderboardStatusChanged')
         ids.add(event.data.leaderboardId);
     }
+    return ids;
+  }
+
+  static of(rows: Iterable<Leaderboard>): BatchLeaderboards {
     const batch = new BatchLeaderboards();
-    if (ids.size === 0 && organisationIds.size === 0) return batch;
-    const rows = await db
-      .selectFrom('standings_leaderboards')
-      .selectAll()
-      .where((eb) =>
-        eb.or([...(organisationIds.size > 0 ? [eb('organisation_id', 'in', [...organisationIds])] : []), ...(ids.size > 0 ? [eb('id', 'in', [...ids])] : [])]),
-      )
-      .execute();
     for (const row of rows) batch.hold(row);
     return batch;
   }
@@ -515,6 +511,49 @@ class BatchLeaderboards {
       .execute();
     this.changed.clear();
   }
+}
+
+/**
+ * The time zones of the organisations whose facts the batch counts and the leaderboards it needs (theirs, and
+ * those its leaderboard events name), in one query: two subqueries aggregated as JSON (every column is text or
+ * JSON, so the rows come back as a plain read gives them).
+ */
+async function loadZonesAndLeaderboards(
+  db: Db,
+  events: readonly Recorded<StandingsEvent>[],
+  organisationIds: Set<string>,
+): Promise<{ timeZones: BatchTimeZones; leaderboards: BatchLeaderboards }> {
+  const ids = BatchLeaderboards.namedBy(events);
+  if (organisationIds.size === 0) {
+    const rows =
+      ids.size === 0
+        ? []
+        : await db
+            .selectFrom('standings_leaderboards')
+            .selectAll()
+            .where('id', 'in', [...ids])
+            .execute();
+    return { timeZones: await BatchTimeZones.load(db, 'standings_organisations', []), leaderboards: BatchLeaderboards.of(rows) };
+  }
+  const organisations = [...organisationIds];
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb
+        .selectFrom('standings_organisations')
+        .select(sql<TimeZoneRow[] | null>`json_agg(json_build_object('id', id, 'time_zone', time_zone))`.as('rows'))
+        .where('id', 'in', organisations)
+        .as('zones'),
+      eb
+        .selectFrom('standings_leaderboards as l')
+        .select(sql<Leaderboard[] | null>`json_agg(to_json(l))`.as('rows'))
+        .where((where) => where.or([where('l.organisation_id', 'in', organisations), ...(ids.size > 0 ? [where('l.id', 'in', [...ids])] : [])]))
+        .as('leaderboards'),
+    ])
+    .executeTakeFirstOrThrow();
+  return {
+    timeZones: BatchTimeZones.of(db, 'standings_organisations', organisations, row.zones ?? []),
+    leaderboards: BatchLeaderboards.of(row.leaderboards ?? []),
+  };
 }
 
 /**

@@ -45,6 +45,14 @@ export class BatchTimeZones {
     private readonly zones: Map<string, string>,
   ) {}
 
+  /** The zones of `organisationIds` read elsewhere (`rows`: those that have one), as `load` would have read them. */
+  static of(db: UntypedDb, table: string, organisationIds: Iterable<string>, rows: Iterable<TimeZoneRow>): BatchTimeZones {
+    const zones = new BatchTimeZones(withTableTypes<Record<string, TimeZoneRow>>(db), table, new Map());
+    for (const id of organisationIds) zones.asked.add(id);
+    for (const row of rows) zones.zones.set(row.id, row.time_zone);
+    return zones;
+  }
+
   static async load(db: UntypedDb, table: string, organisationIds: Iterable<string>): Promise<BatchTimeZones> {
     const zones = new BatchTimeZones(withTableTypes<Record<string, TimeZoneRow>>(db), table, new Map());
     await zones.ensure(organisationIds);
