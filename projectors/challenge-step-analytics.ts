@@ -70,7 +70,7 @@ type StepAnalyticsEvent = TimeZoneEvent | Extract<EngagementEvent, { type: 'Acti
  * Days are local dates (`YYYY-MM-DD`) in the organisation's time zone at the time of the fact.
  *
  * A batch reads who the (challenge, action, user) and (challenge, user) pairs it names had already counted
- * (one read each), follows the batch in log order in memory (a user is new to a step at their first attempt
+ * (one query with its time zones), follows the batch in log order in memory (a user is new to a step at their first attempt
  * in the log, whichever batch it falls in), and adds its counts with one upsert per table.
  */
 export const challengeStepAnalyticsProjection = defineProjection<StepAnalyticsTables, StepAnalyticsEvent>({
@@ -144,39 +144,55 @@ export const challengeStepAnalyticsProjection = defineProjection<StepAnalyticsTa
       }
     }
 
-    const zones = await BatchTimeZones.load(db, TIME_ZONES, organisations);
-    // Who had attempted (a row on any day) or completed (completions on some day) each step, and who had started each challenge.
+    // What the batch needs to know, in one query: the time zones, who had attempted (a row on any day) or
+    // completed (completions on some day) each step it names, who had started each challenge it names.
+    const stepKeys = [...attemptKeys.values()];
+    const challengeKeys = [...startKeys.values()];
+    const known = await db
+      .selectNoFrom((eb) => [
+        eb
+          .selectFrom(TIME_ZONES)
+          .select(sql<TimeZoneRow[] | null>`json_agg(json_build_object('id', id, 'time_zone', time_zone))`.as('rows'))
+          .where('id', 'in', [...organisations])
+          .as('zones'),
+        eb
+          .selectFrom((from) =>
+            from
+              .selectFrom('analytics_step_days')
+              .select((step) => ['challenge_id', 'action_id', 'user_id', step.fn.sum<string>('completions').as('completions')])
+              .where(
+                sql<boolean>`(challenge_id, action_id, user_id) in (select * from unnest(${stepKeys.map((key) => key.challengeId)}::text[], ${stepKeys.map((key) => key.actionId)}::text[], ${stepKeys.map((key) => key.userId)}::text[]))`,
+              )
+              .groupBy(['challenge_id', 'action_id', 'user_id'])
+              .as('step'),
+          )
+          .select(sql<[string, string, string, number][] | null>`json_agg(json_build_array(challenge_id, action_id, user_id, completions))`.as('rows'))
+          .as('steps'),
+        eb
+          .selectFrom((from) =>
+            from
+              .selectFrom('analytics_start_days')
+              .select(['challenge_id', 'user_id'])
+              .distinct()
+              .where(
+                sql<boolean>`(challenge_id, user_id) in (select * from unnest(${challengeKeys.map((key) => key.challengeId)}::text[], ${challengeKeys.map((key) => key.userId)}::text[]))`,
+              )
+              .as('start'),
+          )
+          .select(sql<[string, string][] | null>`json_agg(json_build_array(challenge_id, user_id))`.as('rows'))
+          .as('starts'),
+      ])
+      .executeTakeFirstOrThrow();
+    const zones = BatchTimeZones.of(db, TIME_ZONES, organisations, known.zones ?? []);
     const attempted = new Set<string>();
     const completed = new Set<string>();
-    if (attemptKeys.size > 0) {
-      const keys = [...attemptKeys.values()];
-      const rows = await db
-        .selectFrom('analytics_step_days')
-        .select((eb) => ['challenge_id', 'action_id', 'user_id', eb.fn.sum<string>('completions').as('completions')])
-        .where(
-          sql<boolean>`(challenge_id, action_id, user_id) in (select * from unnest(${keys.map((key) => key.challengeId)}::text[], ${keys.map((key) => key.actionId)}::text[], ${keys.map((key) => key.userId)}::text[]))`,
-        )
-        .groupBy(['challenge_id', 'action_id', 'user_id'])
-        .execute();
-      for (const row of rows) {
-        const key = stepUser(row.challenge_id, row.action_id, row.user_id);
-        attempted.add(key);
-        if (Number(row.completions) > 0) completed.add(key);
-      }
+    for (const [challengeId, actionId, userId, completions] of known.steps ?? []) {
+      const key = stepUser(challengeId, actionId, userId);
+      attempted.add(key);
+      if (Number(completions) > 0) completed.add(key);
     }
     const started = new Set<string>();
-    if (startKeys.size > 0) {
-      const keys = [...startKeys.values()];
-      const rows = await db
-        .selectFrom('analytics_start_days')
-        .select(['challenge_id', 'user_id'])
-        .distinct()
-        .where(
-          sql<boolean>`(challenge_id, user_id) in (select * from unnest(${keys.map((key) => key.challengeId)}::text[], ${keys.map((key) => key.userId)}::text[]))`,
-        )
-        .execute();
-      for (const row of rows) started.add(challengeUser(row.challenge_id, row.user_id));
-    }
+    for (const [challengeId, userId] of known.starts ?? []) started.add(challengeUser(challengeId, userId));
 
     const stepDays = new CounterBatch('analytics_step_days', ['challenge_id', 'action_id', 'user_id', 'day'], ['attempts', 'criteria_met', 'completions']);
     const steps = new CounterBatch(
