@@ -204,17 +204,6 @@ export const achievementsProjection = defineProjection<AchievementTables, Achiev
       }
     }
 
-    if (activityWrites.size > 0) {
-      const rows = unnestRows([...activityWrites.values()], { user_id: 'text', community_id: 'text', last_active_at: 'timestamptz' });
-      await db
-        .insertInto('achievement_activity')
-        .columns(rows.columns)
-        .expression(rows.select)
-        .onConflict((oc) =>
-          oc.columns(['user_id', 'community_id']).doUpdateSet({ last_active_at: sql`greatest(achievement_activity.last_active_at, excluded.last_active_at)` }),
-        )
-        .execute();
-    }
     if (changedLeaderboards.size > 0) {
       await db
         .insertInto('achievement_leaderboards')
@@ -228,7 +217,7 @@ export const achievementsProjection = defineProjection<AchievementTables, Achiev
         )
         .execute();
     }
-    await record(db, earned);
+    await record(db, earned, [...activityWrites.values()]);
   },
 });
 
@@ -320,9 +309,10 @@ type NewAchievement = {
   [Column in keyof AchievementRow]: Column extends 'created_at' | 'window_start' | 'window_end' ? string | null : Selectable<AchievementRow>[Column];
 };
 
-/** Inserts the achievements not recorded yet and counts those per (user, community), in one statement. */
-async function record(db: Db, achievements: Achievement[]): Promise<void> {
-  if (achievements.length === 0) return;
+/** Writes the users' last activity, inserts the achievements not recorded yet and counts those per (user, community), in one statement. */
+async function record(db: Db, achievements: Achievement[], activity: { user_id: string; community_id: string; last_active_at: string }[]): Promise<void> {
+  if (achievements.length === 0 && activity.length === 0) return;
+  const active = unnestRows(activity, { user_id: 'text', community_id: 'text', last_active_at: 'timestamptz' });
   // An id is recorded once: the first in log order, as the insert that ignores conflicts keeps it.
   const rows = new Map<string, NewAchievement>();
   for (const achievement of achievements) if (!rows.has(achievement.id)) rows.set(achievement.id, rowOf(achievement));
@@ -343,8 +333,18 @@ async function record(db: Db, achievements: Achievement[]): Promise<void> {
     rank: 'integer',
     score: 'double precision',
   });
-  // The counts from what the insert returns, in the same statement: one round trip, nothing comes back.
+  // The users' activity, the achievements and the counts from what the insert returns, in one statement (empty
+  // sets where the batch has none): one round trip, nothing comes back.
   await db
+    .with('activity_written', (qc) =>
+      qc
+        .insertInto('achievement_activity')
+        .columns(active.columns)
+        .expression(active.select)
+        .onConflict((oc) =>
+          oc.columns(['user_id', 'community_id']).doUpdateSet({ last_active_at: sql`greatest(achievement_activity.last_active_at, excluded.last_active_at)` }),
+        ),
+    )
     .with('inserted', (qc) =>
       qc
         .insertInto('achievements')
