@@ -1,4 +1,4 @@
-import { sql, type ColumnType, type Kysely, type Selectable } from 'kysely';
+import { sql, type ColumnType, type Kysely, type QueryCreator, type Selectable } from 'kysely';
 import { achievementId, isStreakMilestone, leaderboardCommunity, placings, type Achievement, type AchievementType } from '../domain/achievements.ts';
 import type { CustomEventEvent } from '../domain/custom-event.ts';
 import type { EngagementEvent, FrozenStanding, LeaderboardWindowEvent } from '../domain/engagement-events.ts';
@@ -310,9 +310,16 @@ type NewAchievement = {
 };
 
 /** Writes the users' last activity, inserts the achievements not recorded yet and counts those per (user, community), in one statement. */
-async function record(db: Db, achievements: Achievement[], activity: { user_id: string; community_id: string; last_active_at: string }[]): Promise<void> {
+type ActivityRow = { user_id: string; community_id: string; last_active_at: string };
+
+async function record(db: Db, achievements: Achievement[], activity: ActivityRow[]): Promise<void> {
   if (achievements.length === 0 && activity.length === 0) return;
   const active = unnestRows(activity, { user_id: 'text', community_id: 'text', last_active_at: 'timestamptz' });
+  if (achievements.length === 0) {
+    // Most live batches (custom events) earn nothing: the activity alone, a short statement.
+    await writeActivity(db, active).execute();
+    return;
+  }
   // An id is recorded once: the first in log order, as the insert that ignores conflicts keeps it.
   const rows = new Map<string, NewAchievement>();
   for (const achievement of achievements) if (!rows.has(achievement.id)) rows.set(achievement.id, rowOf(achievement));
@@ -333,18 +340,10 @@ async function record(db: Db, achievements: Achievement[], activity: { user_id: 
     rank: 'integer',
     score: 'double precision',
   });
-  // The users' activity, the achievements and the counts from what the insert returns, in one statement (empty
-  // sets where the batch has none): one round trip, nothing comes back.
+  // The users' activity (an empty set where the batch has none), the achievements and the counts from what the
+  // insert returns, in one statement: one round trip, nothing comes back.
   await db
-    .with('activity_written', (qc) =>
-      qc
-        .insertInto('achievement_activity')
-        .columns(active.columns)
-        .expression(active.select)
-        .onConflict((oc) =>
-          oc.columns(['user_id', 'community_id']).doUpdateSet({ last_active_at: sql`greatest(achievement_activity.last_active_at, excluded.last_active_at)` }),
-        ),
-    )
+    .with('activity_written', (qc) => writeActivity(qc, active))
     .with('inserted', (qc) =>
       qc
         .insertInto('achievements')
@@ -358,6 +357,17 @@ async function record(db: Db, achievements: Achievement[], activity: { user_id: 
     .expression(sql`select min(organisation_id), user_id, community_id, count(*)::integer from inserted group by user_id, community_id`)
     .onConflict((oc) => oc.columns(['user_id', 'community_id']).doUpdateSet({ count: sql`achievement_counts.count + excluded.count` }))
     .execute();
+}
+
+/** Each user's last activity per community: the later of what is recorded and what the batch saw. */
+function writeActivity(creator: QueryCreator<AchievementTables>, rows: ReturnType<typeof unnestRows<ActivityRow>>) {
+  return creator
+    .insertInto('achievement_activity')
+    .columns(rows.columns)
+    .expression(rows.select)
+    .onConflict((oc) =>
+      oc.columns(['user_id', 'community_id']).doUpdateSet({ last_active_at: sql`greatest(achievement_activity.last_active_at, excluded.last_active_at)` }),
+    );
 }
 
 function rowOf(achievement: Achievement): NewAchievement {
