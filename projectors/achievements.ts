@@ -309,9 +309,12 @@ type NewAchievement = {
   [Column in keyof AchievementRow]: Column extends 'created_at' | 'window_start' | 'window_end' ? string | null : Selectable<AchievementRow>[Column];
 };
 
-/** Writes the users' last activity, inserts the achievements not recorded yet and counts those per (user, community), in one statement. */
 type ActivityRow = { user_id: string; community_id: string; last_active_at: string };
 
+/**
+ * Writes the users' last activity, inserts the achievements not recorded yet and counts those per (user,
+ * community), in one statement (the activity alone when the batch earned nothing).
+ */
 async function record(db: Db, achievements: Achievement[], activity: ActivityRow[]): Promise<void> {
   if (achievements.length === 0 && activity.length === 0) return;
   const active = unnestRows(activity, { user_id: 'text', community_id: 'text', last_active_at: 'timestamptz' });

@@ -70,8 +70,8 @@ type StepAnalyticsEvent = TimeZoneEvent | Extract<EngagementEvent, { type: 'Acti
  * Days are local dates (`YYYY-MM-DD`) in the organisation's time zone at the time of the fact.
  *
  * A batch reads who the (challenge, action, user) and (challenge, user) pairs it names had already counted
- * (one query with its time zones), follows the batch in log order in memory (a user is new to a step at their first attempt
- * in the log, whichever batch it falls in), and adds its counts with one upsert per table.
+ * (one query with its time zones), follows the batch in log order in memory (a user is new to a step at
+ * their first attempt in the log, whichever batch it falls in), and adds its counts with one upsert per table.
  */
 export const challengeStepAnalyticsProjection = defineProjection<StepAnalyticsTables, StepAnalyticsEvent>({
   name: STEP_ANALYTICS_PROJECTION,

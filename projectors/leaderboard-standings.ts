@@ -300,26 +300,30 @@ class ScoreMoves {
    */
   async write(db: Db, closed: readonly LeaderboardWindowEvent['data'][]): Promise<void> {
     if (this.unmarked.size === 0 && this.marked.size === 0 && closed.length === 0) return;
-    // The windows the batch closed and their standings go in the same statement (empty sets when none closed):
-    // a round trip fewer a batch, and one statement's shape whatever the batch holds.
-    const frozen = frozenOf(closed);
+    // The windows the batch closed and their standings go in the same statement: a round trip fewer a batch. A
+    // batch that closed none (most live ones) has an empty select in their place, not two empty inserts.
+    const frozen = closed.length > 0 ? frozenOf(closed) : null;
     const scores: ScoreMove[] = [...this.unmarked.values()];
     const unmarked = unnestRows(scores, SCORE_MOVE_COLUMNS);
     const marked = unnestRows([...this.marked.values()], { ...SCORE_MOVE_COLUMNS, mark: 'text' });
     await db
       .with('closed_windows_written', (qc) =>
-        qc
-          .insertInto('leaderboard_closed_windows')
-          .columns(frozen.windows.columns)
-          .expression(frozen.windows.select)
-          .onConflict((oc) => oc.doNothing()),
+        frozen
+          ? qc
+              .insertInto('leaderboard_closed_windows')
+              .columns(frozen.windows.columns)
+              .expression(frozen.windows.select)
+              .onConflict((oc) => oc.doNothing())
+          : sql`(select)`,
       )
       .with('frozen_standings_written', (qc) =>
-        qc
-          .insertInto('leaderboard_frozen_standings')
-          .columns(frozen.standings.columns)
-          .expression(frozen.standings.select)
-          .onConflict((oc) => oc.columns(['leaderboard_id', 'window_start', 'rank']).doNothing()),
+        frozen
+          ? qc
+              .insertInto('leaderboard_frozen_standings')
+              .columns(frozen.standings.columns)
+              .expression(frozen.standings.select)
+              .onConflict((oc) => oc.columns(['leaderboard_id', 'window_start', 'rank']).doNothing())
+          : sql`(select)`,
       )
       .with('unmarked', () => sql<ScoreMove>`(${unmarked.select})`)
       .with('marked', () => sql<MarkedMove>`(${marked.select})`)

@@ -11,9 +11,10 @@ export type LoggedEvent = Recorded<CustomEventEvent>;
 /**
  * Engages a run of custom events (no other event of the engine's between them in the log) as one unit of
  * work: the state they need is read in three queries (the communities' challenges with the members, their
- * progress, the allocations; the last two only for events that match a challenge), each event is decided in log order against the state the earlier ones left
- * (the same user twice in a run works): attempts, completions, points, XP, streaks and hand-outs.
- * Everything they cause is appended in one call, and the new state is written in bulk.
+ * progress, the allocations; the last two only for events that match a challenge), each event is decided in
+ * log order against the state the earlier ones left (the same user twice in a run works): attempts,
+ * completions, points, XP, streaks and hand-outs. Everything they cause is appended in one call, and the new
+ * state is written in bulk.
  */
 export async function engageCustomEvents(db: EngineDb, causes: readonly LoggedEvent[], zones: BatchTimeZones, context: BatchContext): Promise<void> {
   const memberPairs = uniquePairs(causes.map((cause): [string, string] => [cause.data.userId, cause.data.communityId]));

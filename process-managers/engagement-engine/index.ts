@@ -48,7 +48,7 @@ export const engagementEngine = defineProcessManager<EngineState, EngineEvent>({
 
   async handle(db, events, context) {
     // Read when a run of custom events knows which of its organisations it needs (those with a matching challenge).
-    const zones = await BatchTimeZones.load(db, 'engine_organisations', []);
+    const zones = BatchTimeZones.of(db, 'engine_organisations', [], []);
     let run: LoggedEvent[] = [];
     const engageRun = async () => {
       if (run.length > 0) await engageCustomEvents(db, run, zones, context);
