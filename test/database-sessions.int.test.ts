@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
-import { inBackground, openPostgres } from '../infra/database.ts';
+import { inBackground, openPostgres, SHORT_STATEMENT } from '../infra/database.ts';
 import { knownErrorAnswer } from '../infra/http/errors.ts';
 import { freshDatabase } from './support/databases.ts';
 
@@ -187,6 +187,45 @@ describe('a transaction that a checkout of the other kind opens first thing', ()
         .catch((error: unknown) => error);
       expect(String(cut)).toMatch(/statement timeout/);
       expect(await inBackground(() => limits(database.db))).toEqual(background);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('a statement marked short (SHORT_STATEMENT)', () => {
+  it('runs under the limits its session has, whichever kind of work sends it, and leaves the session as it was', async () => {
+    const database = await oneSessionPool();
+    const purposes: string[] = [];
+    database.observeStatements((purpose) => purposes.push(purpose));
+    /** The statement limit the marked statement ran under, as one with parameters (which otherwise switches first). */
+    const shortLimit = async (tag: string) =>
+      (
+        await sql<{
+          statement: string;
+        }>`${sql.raw(SHORT_STATEMENT)} /* engage:${sql.raw(tag)} */ select current_setting('statement_timeout') as statement, ${1}::int as n`.execute(
+          database.db,
+        )
+      ).rows[0]!.statement;
+    try {
+      expect(await limits(database.db)).toEqual(request);
+      purposes.length = 0;
+      // Background work's short statements on a request session: no switch, and the session stays a request one.
+      expect(await inBackground(() => shortLimit('notify'))).toBe(request.statement);
+      expect(await inBackground(() => shortLimit('notify'))).toBe(request.statement);
+      expect(await limits(database.db)).toEqual(request);
+      expect(purposes).toEqual(['notify', 'notify', 'other']);
+      // On a session background work switched: a request's short statement leaves it so, its next background checkout too.
+      expect(await inBackground(() => sql`select ${1}::int as n`.execute(database.db).then(() => limits(database.db)))).toEqual(background);
+      purposes.length = 0;
+      expect(await shortLimit('read-your-writes')).toBe(background.statement);
+      expect(await inBackground(() => limits(database.db))).toEqual(background);
+      expect(purposes).toEqual(['read-your-writes', 'other']);
+      // An unmarked statement with parameters still switches the session first.
+      purposes.length = 0;
+      await sql`select ${2}::int as n`.execute(database.db);
+      expect(await limits(database.db)).toEqual(request);
+      expect(purposes).toEqual(['session-limits', 'other', 'other']);
     } finally {
       await database.close();
     }

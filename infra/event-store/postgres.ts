@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Migration, type RawBuilder } from 'kysely';
-import type { Database } from '../database.ts';
+import { SHORT_STATEMENT, type Database } from '../database.ts';
 import { newEventId } from '../ids.ts';
 import { AppendSignal, pollingSubscription } from './polling-subscription.ts';
 import { APPEND_GUARD_MIGRATION, AppendGuardError, isAppendGuardFailure, pendingAppendGuard } from './append-guard.ts';
@@ -486,7 +486,7 @@ export class PostgresEventStore implements EventStore {
       this.notifyPending = false;
       // A NOTIFY gives its transaction an id and so a commit record: committed without waiting for the WAL
       // flush (a wake-up is worth no disk wait), it does not double the appends' fsyncs.
-      await sql`/* engage:notify */ select set_config('synchronous_commit', 'off', true), pg_notify(${APPENDED_CHANNEL}, '')`
+      await sql`${sql.raw(SHORT_STATEMENT)} /* engage:notify */ select set_config('synchronous_commit', 'off', true), pg_notify(${APPENDED_CHANNEL}, '')`
         .execute(this.db)
         .catch(() => undefined);
     }

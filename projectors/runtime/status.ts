@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { UntypedDb } from '../../infra/database.ts';
+import { SHORT_STATEMENT, type UntypedDb } from '../../infra/database.ts';
 import type { EventStore, Position } from '../../infra/event-store/port.ts';
 import { committedCheckpointsOf } from './committed-checkpoints.ts';
 import { effectiveCheckpoint, runtimeDb, type GenerationRow } from './generations.ts';
@@ -90,7 +90,7 @@ export async function waitForProjections(db: UntypedDb, names: readonly string[]
   // The rows may be read just before the commit that a report then announces: read them once more at once.
   let readAgain = true;
   for (let pause = 2; ; pause = Math.min(pause * 2, 50)) {
-    const { rows } = await sql<{ name: string; checkpoint: Position | null }>`/* engage:read-your-writes */
+    const { rows } = await sql<{ name: string; checkpoint: Position | null }>`${sql.raw(SHORT_STATEMENT)} /* engage:read-your-writes */
       select g.name, ${effectiveCheckpoint} as checkpoint from projection_generations g where g.status = 'live' and g.name = any(${[...names]}::text[])`.execute(
       db,
     );

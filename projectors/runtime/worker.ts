@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Database, UntypedDb } from '../../infra/database.ts';
+import { SHORT_STATEMENT, type Database, type UntypedDb } from '../../infra/database.ts';
 import { PostgresEventStore } from '../../infra/event-store/postgres.ts';
 import type { EventStore, Position, RecordedEvent, SubscriptionBatch } from '../../infra/event-store/port.ts';
 import { scheduleJob } from '../../infra/jobs.ts';
@@ -127,7 +127,7 @@ export class CheckpointMoves {
       const [waiting, failing] = [this.waiting, this.failing];
       [this.waiting, this.failing] = [[], []];
       try {
-        await sql`
+        await sql`${sql.raw(SHORT_STATEMENT)}
           insert into projection_heads (owner, moves) values (${this.owner}, ${JSON.stringify(Object.fromEntries(this.heads))}::jsonb)
           on conflict (owner) do update set moves = excluded.moves, updated_at = now()`.execute(this.db);
         for (const done of waiting) done();
@@ -163,7 +163,7 @@ export class CheckpointMoves {
       const moves = this.pending;
       this.pending = [];
       try {
-        const moved = await sql<{ name: string; generation: number }>`
+        const moved = await sql<{ name: string; generation: number }>`${sql.raw(SHORT_STATEMENT)}
           update projection_generations g set checkpoint = m.to_checkpoint, updated_at = now(), last_error = null
           from unnest(${moves.map((m) => m.name)}::text[], ${moves.map((m) => m.generation)}::int[],
                       ${moves.map((m) => m.from)}::text[], ${moves.map((m) => m.to)}::text[]) as m(name, generation, from_checkpoint, to_checkpoint)
