@@ -2,8 +2,10 @@
  * Live lag benchmark: a fresh database holding a small programme's set-up (`world.ts`: two organisations,
  * their communities, 200 users, challenges, rewards, leaderboards), with the service's consumers
  * running as the service runs them (one ProjectionRunner over every read model and process manager, default
- * options). Custom events are logged as `POST /events/custom` logs them (the same command parts, through
- * `handleCommand`), so the engine engages them and the read models follow its facts.
+ * options). Custom events are logged by the use case behind `POST /events/custom` (`logCustomEvent`, for a
+ * known user by external id), so the engine engages them and the read models follow its facts. Until
+ * 2026-12-06 the bench built the command's parts itself, and without the event's stream marked new it read
+ * that stream (empty) before each append: a statement a write that the API does not make.
  *
  * 1. Write capacity: closed loop at concurrency 8 for BENCH_LAG_CAPACITY_S (default 3) seconds → writes/s.
  * 2. Lag: an open loop at half that rate (or BENCH_LAG_RATE writes/s) for BENCH_LAG_SECONDS (default 60)
@@ -23,12 +25,14 @@
  *   npx tsx bench/live-lag.ts
  */
 import pg from 'pg';
-import { communityChecks } from '../command-api/reference-checks.ts';
-import { handleCommand, type CommandPart } from '../command-api/command-handling.ts';
-import { customEventDecider, type CustomEventCommand, type CustomEventPayload } from '../domain/custom-event.ts';
+import type { LogCustomEventBody } from '../api/contract/custom-events.ts';
+import type { ServiceContext } from '../api/context.ts';
+import { logCustomEvent } from '../command-api/log-custom-event.ts';
+import type { CustomEventPayload } from '../domain/custom-event.ts';
+import { systemClock } from '../infra/clock.ts';
+import { loadConfig } from '../infra/config.ts';
 import { openPostgres } from '../infra/database.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
-import { newId } from '../infra/ids.ts';
 import { projections } from '../projectors/index.ts';
 import { ProjectionRunner, prepareProjections, waitForProjections } from '../projectors/runtime/index.ts';
 import { migrate } from '../service.ts';
@@ -118,6 +122,8 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     if (countingStatements) statements.set(purpose, (statements.get(purpose) ?? 0) + 1);
   });
   const store = new PostgresEventStore(database);
+  // The use case's context, as the service builds it (its configuration as this database's service would load it).
+  const service: ServiceContext = { config: loadConfig({ DATABASE_URL: scratch.url() }), database, store, logger: silentLogger, clock: systemClock };
   // The consumers' reads of the log during the lag phase, as they complete (the runner reads through `store`).
   const logReads: { at: number; checkpoint: string }[] = [];
   let recordingReads = false;
@@ -215,11 +221,12 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     const write = async () => {
       const member = members[written++ % members.length]!;
       const started = performance.now();
-      const handled = await handleCommand(store, logCustomEvent(member, written), {
+      const caller = {
         organisationId: member.organisationId,
-        actor: member.tokenId,
-        occurredAt: new Date().toISOString(),
-      });
+        tokenId: member.tokenId,
+        metadata: { organisationId: member.organisationId, actor: member.tokenId, occurredAt: new Date().toISOString() },
+      };
+      const handled = await logCustomEvent(service, caller, customEventOf(member, written));
       return { position: handled.position!, ackAt: performance.now(), ackMs: performance.now() - started };
     };
 
@@ -348,39 +355,19 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
   }
 }
 
-/** The command parts of `POST /events/custom` for a known user: the community check, then the event on its own stream. */
-function logCustomEvent(member: Member, n: number): CommandPart[] {
-  const eventId = newId();
+/** The body of `POST /events/custom` for a known user, by the external id a client knows it by. */
+function customEventOf(member: Member, n: number): LogCustomEventBody {
   const names = ['check-in', 'page-view', 'purchase', 'video-watched', 'quiz-answer', 'share', 'review'];
-  const name = names[n % names.length]!;
+  const eventName = names[n % names.length]!;
   const payload: CustomEventPayload =
-    name === 'purchase'
+    eventName === 'purchase'
       ? { amount: 10 + (n % 90), currency: 'EUR' }
-      : name === 'review'
+      : eventName === 'review'
         ? { rating: 1 + (n % 5) }
-        : name === 'quiz-answer'
+        : eventName === 'quiz-answer'
           ? { correct: n % 3 !== 0 }
           : {};
-  const part: CommandPart<CustomEventCommand> = {
-    stream: `customevent-${eventId}`,
-    decider: customEventDecider,
-    command: {
-      type: 'LogCustomEvent',
-      data: {
-        eventId,
-        organisationId: member.organisationId,
-        communityId: member.communityId,
-        userId: member.userId,
-        externalUserId: member.externalUserId,
-        name,
-        payload,
-        nonce: null,
-        source: { type: 'api', tokenId: member.tokenId },
-        now: new Date().toISOString(),
-      },
-    },
-  };
-  return [...communityChecks(member.organisationId, [member.communityId]), part];
+  return { userId: member.externalUserId, communityId: member.communityId, eventName, payload, autoCreateUser: false };
 }
 
 /** The seeded users with a community of theirs and their organisation's API token, from the log. */
