@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { WrongExpectedRevisionError, type RecordedEvent } from '../infra/event-store/port.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { migrate } from '../service.ts';
@@ -71,6 +72,42 @@ describe('PostgreSQL event store on a pg pool', () => {
       expect(received.map((event) => event.position)).toEqual([a.position, b.position]);
       const everything = await store.readAll({ after: start, filter: { categories: [category] } });
       expect(everything.events.map((event) => event.type)).toEqual(['Early', 'Late']);
+    });
+
+    it('wakes other processes with the NOTIFY its append statements carry, and sends one of its own only after an append that carried none', async () => {
+      const carrying = new PostgresEventStore(test.database, { notifyIntervalMs: 0 });
+      const listener = new pg.Client({ connectionString: test.url });
+      await listener.connect();
+      let heard = 0;
+      listener.on('notification', (message) => {
+        if (message.channel === 'es_appended') heard++;
+      });
+      await listener.query('listen es_appended');
+      const purposes: string[] = [];
+      test.database.observeStatements((purpose) => purposes.push(purpose));
+      try {
+        const category = `wake${Date.now().toString(36)}`;
+        // Alone (the plain statement), then two streams at once (es_append).
+        for (let n = 0; n < 3; n++) await carrying.append(`${category}-${n}`, [{ type: 'Made', data: { n } }]);
+        await carrying.appendMultiple([
+          { stream: `${category}-a`, events: [{ type: 'Made', data: { n: 3 } }] },
+          { stream: `${category}-b`, events: [{ type: 'Made', data: { n: 4 } }] },
+        ]);
+        expect(purposes.filter((purpose) => purpose === 'append')).toHaveLength(4);
+        expect(purposes.filter((purpose) => purpose === 'notify')).toEqual([]);
+        await expect.poll(() => heard, { timeout: 10_000 }).toBeGreaterThanOrEqual(4);
+
+        // An expectation checked without events goes in a transaction of its own, which carries no NOTIFY: one follows it.
+        await carrying.appendMultiple([
+          { stream: `${category}-0`, expectedRevision: 0n, events: [] },
+          { stream: `${category}-c`, events: [{ type: 'Made', data: { n: 5 } }] },
+        ]);
+        await expect.poll(() => purposes.filter((purpose) => purpose === 'notify').length, { timeout: 10_000 }).toBe(1);
+        await expect.poll(() => heard, { timeout: 10_000 }).toBeGreaterThanOrEqual(5);
+      } finally {
+        await listener.end();
+        await carrying.close();
+      }
     });
 
     it("appends in a caller's transaction in one statement: a replay answers as the first append did, a failed expectation leaves the transaction usable", async () => {

@@ -189,13 +189,16 @@ export async function appendUnits(
   lock: readonly [number, number],
   guards: readonly (AppendGuard | undefined)[] = [],
   inTransaction = false,
+  /** A channel to NOTIFY when the statement commits (`WakeUps`): never inside a transaction of the caller's. */
+  notify: string | null = null,
 ): Promise<UnitOutcome[]> {
+  const notifying = notify === null ? sql`` : sql`, pg_notify(${sql.lit(notify)}, '') as notified`;
   // The units' guards (append-guard.ts), checked on the statement's answer rows: one that fails rolls it back.
   const filter = guardFilter(guards);
   if (!inTransaction && units.length === 1 && units[0]!.length === 1) {
     // Alone: the plain statement, cheaper than the function; a failed expectation or a known id is answered by
     // the function, which tells a replay from a conflict and reads the actual revision.
-    const result = await appendOne(db, units[0]![0]!, lock, filter).catch((error: unknown) => {
+    const result = await appendOne(db, units[0]![0]!, lock, filter, notifying).catch((error: unknown) => {
       if (isEventIdViolation(error)) return null;
       throw error;
     });
@@ -238,7 +241,7 @@ export async function appendUnits(
     }
   }
   const rows = (
-    await sql<AppendRow>`/* engage:append */ select * from es_append(${arrayLiteral(unit)}::int[], ${arrayLiteral(stream)}::text[],
+    await sql<AppendRow>`/* engage:append */ select *${notifying} from es_append(${arrayLiteral(unit)}::int[], ${arrayLiteral(stream)}::text[],
       ${arrayLiteral(kind)}::text[], ${arrayLiteral(expected)}::bigint[], ${arrayLiteral(count)}::int[], ${arrayLiteral(eventSa)}::int[],
       ${arrayLiteral(eventId)}::uuid[], ${arrayLiteral(eventType)}::text[], ${jsonbArray(data)}, ${jsonbArray(metadata)}, ${arrayLiteral(offset)}::int[])
       ${filter ? sql`where ${filter}` : sql``}`.execute(db)
@@ -262,6 +265,7 @@ async function appendOne(
   append: StreamAppend,
   lock: readonly [number, number],
   filter: RawBuilder<boolean> | null,
+  notifying: RawBuilder<unknown>,
 ): Promise<AppendResult | null> {
   const count = append.events.length.toString();
   const expected = append.expectedRevision ?? 'any';
@@ -291,7 +295,7 @@ async function appendOne(
       returning transaction_id, global_position
     ),
     last as (select transaction_id, global_position from inserted order by global_position desc limit 1)
-    select claimed.revision, last.transaction_id::text as transaction_id, last.global_position
+    select claimed.revision, last.transaction_id::text as transaction_id, last.global_position${notifying}
     from claimed cross join last ${filter ? sql`where ${filter}` : sql``}`.execute(db)
   ).rows[0];
   if (!row) return null;

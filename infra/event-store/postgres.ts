@@ -4,6 +4,7 @@ import { newEventId } from '../ids.ts';
 import { AppendSignal, pollingSubscription } from './polling-subscription.ts';
 import { APPEND_GUARD_MIGRATION, AppendGuardError, isAppendGuardFailure, pendingAppendGuard } from './append-guard.ts';
 import { APPEND_BY_INDEX_MIGRATION, APPEND_FUNCTION_MIGRATION, GroupCommit, appendUnits } from './postgres-append.ts';
+import { WakeUps } from './wake-ups.ts';
 import {
   WrongExpectedRevisionError,
   formatPosition,
@@ -163,6 +164,8 @@ export interface PostgresEventStoreOptions {
    */
   maxConcurrentAppends?: number;
   appendStalledAfterMs?: number;
+  /** The shortest time between two wake-up NOTIFYs of this process (default 5 ms; see `WakeUps`). */
+  notifyIntervalMs?: number;
 }
 
 interface EventRow {
@@ -184,18 +187,24 @@ const UNIQUE_VIOLATION = '23505';
 export class PostgresEventStore implements EventStore {
   private readonly signal = new AppendSignal();
   private unlisten: Promise<() => Promise<void>> | null = null;
-  private notifyPending = false;
+  private readonly wakeUps: WakeUps;
+  /** Whether the loop sending NOTIFYs alone runs. */
   private notifying = false;
-  /** When the last wake-up NOTIFY was sent (`Date.now()`). */
-  private notifiedAt = 0;
   private readonly commits: GroupCommit;
 
   constructor(
     private readonly database: Database,
     options: PostgresEventStoreOptions = {},
   ) {
+    this.wakeUps = new WakeUps(options.notifyIntervalMs ?? NOTIFY_INTERVAL_MS);
     this.commits = new GroupCommit(
-      (units, guards) => appendUnits(this.db, units, APPENDER_LOCK, guards),
+      async (units, guards) => {
+        // The statement carries the wake-up NOTIFY when one is due (`WakeUps`), and announces its commit itself.
+        const carried = this.wakeUps.carry(Date.now());
+        const outcomes = await appendUnits(this.db, units, APPENDER_LOCK, guards, false, carried === null ? null : APPENDED_CHANNEL);
+        this.announce(carried);
+        return outcomes;
+      },
       options.maxConcurrentAppends ?? 4,
       options.appendStalledAfterMs,
     );
@@ -234,7 +243,6 @@ export class PostgresEventStore implements EventStore {
       throw error;
     }
     guard?.committed();
-    this.announce();
     return results;
   }
 
@@ -464,26 +472,27 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * Wakes subscribers after a committed append: this process's at once, other processes' through a NOTIFY
-   * sent after it, at most one at a time however many appends it covers (appends committed while one is on
-   * its way get the next). A NOTIFY inside each append would serialise commits (PostgreSQL queues
-   * notifications under one lock held through the commit); a wake-up is only a hint anyway.
+   * Wakes subscribers after a committed append: this process's at once, other processes' through a NOTIFY:
+   * the one the append's statement `carried` (its token, see `WakeUps`), or one sent after it on its own, at
+   * most one at a time however many appends it covers (appends committed while one is on its way get the next).
    */
-  private announce(): void {
+  private announce(carried: number | null = null): void {
     this.signal.notify();
-    this.notifyPending = true;
-    if (this.notifying) return;
+    this.wakeUps.committed(carried);
+    if (this.notifying || !this.wakeUps.pending) return;
     this.notifying = true;
     setImmediate(() => void this.sendNotifies());
   }
 
   private async sendNotifies(): Promise<void> {
-    while (this.notifyPending) {
-      // Under a steady stream of commits at most one NOTIFY per NOTIFY_INTERVAL_MS: a lone commit's goes at once.
-      const wait = this.notifiedAt + NOTIFY_INTERVAL_MS - Date.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      this.notifiedAt = Date.now();
-      this.notifyPending = false;
+    for (;;) {
+      // Under a steady stream of commits at most one NOTIFY per interval; an append statement sent meanwhile may carry it.
+      const next = this.wakeUps.next(Date.now());
+      if (next === 'none') break;
+      if (next !== 'send') {
+        await new Promise((resolve) => setTimeout(resolve, next));
+        continue;
+      }
       // A NOTIFY gives its transaction an id and so a commit record: committed without waiting for the WAL
       // flush (a wake-up is worth no disk wait), it does not double the appends' fsyncs.
       await sql`${sql.raw(SHORT_STATEMENT)} /* engage:notify */ select set_config('synchronous_commit', 'off', true), pg_notify(${APPENDED_CHANNEL}, '')`
