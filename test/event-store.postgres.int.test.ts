@@ -104,6 +104,16 @@ describe('PostgreSQL event store on a pg pool', () => {
         ]);
         await expect.poll(() => purposes.filter((purpose) => purpose === 'notify').length, { timeout: 10_000 }).toBe(1);
         await expect.poll(() => heard, { timeout: 10_000 }).toBeGreaterThanOrEqual(5);
+
+        // In a transaction of the caller's, its append statement carries the NOTIFY, delivered at the caller's commit.
+        const inTransaction = await test.database.db.transaction().execute(async (trx) => {
+          await carrying.announceAppender(trx);
+          const before = purposes.length;
+          await carrying.appendInTransaction(trx, [{ stream: `${category}-d`, events: [{ type: 'Made', data: { n: 6 } }] }], { announced: true });
+          return purposes.slice(before);
+        });
+        expect(inTransaction).toEqual(['append']);
+        await expect.poll(() => heard, { timeout: 10_000 }).toBeGreaterThanOrEqual(6);
       } finally {
         await listener.end();
         await carrying.close();

@@ -189,7 +189,7 @@ export async function appendUnits(
   lock: readonly [number, number],
   guards: readonly (AppendGuard | undefined)[] = [],
   inTransaction = false,
-  /** A channel to NOTIFY when the statement commits (`WakeUps`): never inside a transaction of the caller's. */
+  /** A channel to NOTIFY when the statement's transaction commits (`WakeUps`; an append in a caller's transaction, its first statement). */
   notify: string | null = null,
 ): Promise<UnitOutcome[]> {
   const notifying = notify === null ? sql`` : sql`, pg_notify(${sql.lit(notify)}, '') as notified`;

@@ -278,10 +278,13 @@ export class PostgresEventStore implements EventStore {
     // usable); a stream of no events is a check of its expectation between them.
     const results: AppendResult[] = [];
     let run: StreamAppend[] = [];
+    // The first statement that appends carries the NOTIFY (delivered at the caller's commit): no statement of its own.
+    let notify = options.notify ?? true;
     const appendRun = async () => {
       if (run.length === 0) return;
-      const [outcome] = await appendUnits(trx, [run], APPENDER_LOCK, [], true);
+      const [outcome] = await appendUnits(trx, [run], APPENDER_LOCK, [], true, notify ? APPENDED_CHANNEL : null);
       if ('error' in outcome!) throw outcome.error;
+      notify = false;
       results.push(...outcome!.results);
       run = [];
     };
@@ -293,7 +296,7 @@ export class PostgresEventStore implements EventStore {
       }
     }
     await appendRun();
-    if (options.notify ?? true) await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
+    if (notify) await sql`select pg_notify(${APPENDED_CHANNEL}, '')`.execute(trx);
     return results;
   }
 
