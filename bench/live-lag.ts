@@ -100,7 +100,6 @@ export interface LiveLagResult {
 interface Member {
   organisationId: string;
   tokenId: string;
-  userId: string;
   externalUserId: string;
   communityId: string;
 }
@@ -377,13 +376,12 @@ async function membersOf(store: PostgresEventStore): Promise<Member[]> {
   for (let after: string | null = null; ;) {
     const page = await store.readAll({ after, limit: 5000, filter: { eventTypes: ['ApiTokenIssued', 'UserCreated'] } });
     for (const event of page.events) {
-      const data = event.data as { organisationId: string; tokenId?: string; userId?: string; externalUserId?: string; communityIds?: string[] };
+      const data = event.data as { organisationId: string; tokenId?: string; externalUserId?: string; communityIds?: string[] };
       if (event.type === 'ApiTokenIssued') tokens.set(data.organisationId, data.tokenId!);
       else
         members.push({
           organisationId: data.organisationId,
           tokenId: '',
-          userId: data.userId!,
           externalUserId: data.externalUserId!,
           communityId: data.communityIds![0]!,
         });

@@ -3,17 +3,15 @@ import type { ChallengeRecord } from '../domain/challenge.ts';
 import { withTableTypes } from '../infra/database.ts';
 import { engagementEngine } from '../process-managers/engagement-engine/index.ts';
 import { loadChallengesAndMembers, loadCommunityChallenges, loadMembers, type EngineState } from '../process-managers/engagement-engine/state.ts';
-import { prepareProjections, schemaOf } from '../projectors/runtime/index.ts';
-import { migrate } from '../service.ts';
-import { freshDatabase, type TestDatabase } from './support/databases.ts';
+import { schemaOf } from '../projectors/runtime/index.ts';
+import type { TestDatabase } from './support/databases.ts';
+import { preparedDatabase } from './support/projections.ts';
 
 describe("the engine's state", () => {
   let test: TestDatabase;
 
   beforeAll(async () => {
-    test = await freshDatabase();
-    await migrate(test.database.db);
-    await prepareProjections(test.database.db, [engagementEngine]);
+    test = await preparedDatabase([engagementEngine]);
   });
   afterAll(() => test.drop());
 

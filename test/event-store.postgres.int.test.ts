@@ -6,6 +6,7 @@ import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { migrate } from '../service.ts';
 import { eventStoreContract } from './event-store.contract.ts';
 import { freshDatabase } from './support/databases.ts';
+import { waitUntil } from './support/projections.ts';
 
 const test = await freshDatabase();
 
@@ -95,15 +96,18 @@ describe('PostgreSQL event store on a pg pool', () => {
         ]);
         expect(purposes.filter((purpose) => purpose === 'append')).toHaveLength(4);
         expect(purposes.filter((purpose) => purpose === 'notify')).toEqual([]);
-        await expect.poll(() => heard, { timeout: 10_000 }).toBeGreaterThanOrEqual(4);
+        await waitUntil(() => heard >= 4, 10_000, 'the appends heard');
+        expect(heard).toBeGreaterThanOrEqual(4);
 
         // An expectation checked without events goes in a transaction of its own, which carries no NOTIFY: one follows it.
         await carrying.appendMultiple([
           { stream: `${category}-0`, expectedRevision: 0n, events: [] },
           { stream: `${category}-c`, events: [{ type: 'Made', data: { n: 5 } }] },
         ]);
-        await expect.poll(() => purposes.filter((purpose) => purpose === 'notify').length, { timeout: 10_000 }).toBe(1);
-        await expect.poll(() => heard, { timeout: 10_000 }).toBeGreaterThanOrEqual(5);
+        const notifies = () => purposes.filter((purpose) => purpose === 'notify').length;
+        await waitUntil(() => notifies() >= 1 && heard >= 5, 10_000, 'the NOTIFY sent alone');
+        expect(notifies()).toBe(1);
+        expect(heard).toBeGreaterThanOrEqual(5);
 
         // In a transaction of the caller's, its append statement carries the NOTIFY, delivered at the caller's commit.
         const inTransaction = await test.database.db.transaction().execute(async (trx) => {
@@ -113,7 +117,8 @@ describe('PostgreSQL event store on a pg pool', () => {
           return purposes.slice(before);
         });
         expect(inTransaction).toEqual(['append']);
-        await expect.poll(() => heard, { timeout: 10_000 }).toBeGreaterThanOrEqual(6);
+        await waitUntil(() => heard >= 6, 10_000, 'the append in a transaction heard');
+        expect(heard).toBeGreaterThanOrEqual(6);
       } finally {
         await listener.end();
         await carrying.close();

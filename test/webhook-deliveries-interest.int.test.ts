@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedEvent } from '../infra/event-store/port.ts';
 import { webhookDeliveries } from '../process-managers/webhook-deliveries.ts';
-import { prepareProjections, schemaOf } from '../projectors/runtime/index.ts';
-import { migrate } from '../service.ts';
-import { freshDatabase, type TestDatabase } from './support/databases.ts';
+import { schemaOf } from '../projectors/runtime/index.ts';
+import type { TestDatabase } from './support/databases.ts';
+import { preparedDatabase } from './support/projections.ts';
 
 /** An event as the log hands it over; the interest reads its type and its organisation only. */
 function recorded(type: string, organisationId: string): RecordedEvent {
@@ -14,9 +14,7 @@ describe('webhook deliveries: the facts they pass over', () => {
   let test: TestDatabase;
 
   beforeAll(async () => {
-    test = await freshDatabase();
-    await migrate(test.database.db);
-    await prepareProjections(test.database.db, [webhookDeliveries]);
+    test = await preparedDatabase([webhookDeliveries]);
   });
   afterAll(() => test.drop());
 

@@ -1,6 +1,10 @@
 import { sql } from 'kysely';
 import { defineProjection, type Projection } from '../../projectors/projection.ts';
 import type { DomainEvent } from '../../domain/decider.ts';
+import type { Consumer } from '../../projectors/runtime/consumer.ts';
+import { prepareProjections } from '../../projectors/runtime/index.ts';
+import { migrate } from '../../service.ts';
+import { freshDatabase, type TestDatabase } from './databases.ts';
 
 export interface TallyTables {
   tally: { event_id: string; stream: string; applied: number };
@@ -49,4 +53,12 @@ export async function waitUntil(condition: () => Promise<boolean> | boolean, tim
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** A database of the test file's own, migrated, with the consumers' first generations prepared. */
+export async function preparedDatabase(consumers: Consumer[]): Promise<TestDatabase> {
+  const test = await freshDatabase();
+  await migrate(test.database.db);
+  await prepareProjections(test.database.db, consumers);
+  return test;
 }
