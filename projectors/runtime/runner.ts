@@ -6,6 +6,7 @@ import type { Logger } from '../../infra/logging.ts';
 import type { Consumer } from './consumer.ts';
 import { activeGenerations } from './generations.ts';
 import { LeaseKeeper } from './leases.ts';
+import { LivePacing } from './pacing.ts';
 import { SharedLog } from './shared-log.ts';
 import { CheckpointMoves, GenerationWorker } from './worker.ts';
 
@@ -25,7 +26,7 @@ export interface RuntimeOptions {
   buildingBatchPages?: number;
   buildingBatchEvents?: number;
   idlePollMs?: number;
-  /** The period of a live consumer's batches under a steady stream of appends (see WorkerOptions; default 15 ms). */
+  /** The period of a live consumer's batches under a steady stream of appends (see WorkerOptions; default: `LivePacing`'s). */
   liveBatchIntervalMs?: number;
   /** Events a process manager handles in one transaction (see WorkerOptions). */
   processManagerBatch?: number;
@@ -52,6 +53,7 @@ export class ProjectionRunner {
   readonly log: SharedLog;
   private readonly moves: CheckpointMoves;
   private readonly limiter: Slots;
+  private readonly pacing = new LivePacing();
   private scanning: Promise<void> | null = null;
   private tidiedAt = Date.now();
   private timer: NodeJS.Timeout | null = null;
@@ -121,6 +123,7 @@ export class ProjectionRunner {
           leases: this.leases,
           moves: this.moves,
           limiter: this.limiter,
+          pacing: this.pacing,
           logger: this.logger,
           options: {
             idlePollMs: this.options.idlePollMs,

@@ -19,6 +19,7 @@ import {
   swapIn,
 } from './generations.ts';
 import type { LeaseKeeper } from './leases.ts';
+import type { LivePacing } from './pacing.ts';
 import type { LogPage, LogReader, SharedLog } from './shared-log.ts';
 import { backoff, isTransient, sleep } from './transient.ts';
 import type { Slots } from '../../infra/slots.ts';
@@ -38,7 +39,8 @@ export interface WorkerOptions {
   buildingBatchEvents?: number;
   /**
    * A live consumer that applied a batch less than this long ago (ms) waits for the next tick of this period,
-   * the process's clock, before it reads again (default 15; 0: never). See `GenerationWorker.pace`.
+   * the process's clock, before it reads again (0: never). Unset, the period follows how busy the process is
+   * (`LivePacing`: 15 ms, up to 60 under load). See `GenerationWorker.pace`.
    */
   liveBatchIntervalMs?: number;
   /** Called inside a batch's transaction after its events were applied and before its checkpoint commits. */
@@ -50,14 +52,6 @@ export interface WorkerOptions {
    */
   onCheckpoint?: (name: string, generation: number, checkpoint: Position | null) => void;
 }
-
-/**
- * The period of a live consumer's batches under a steady stream of appends (see `GenerationWorker.pace`). Role
- * `all` at 16 connections, custom events for known users, interleaved runs: 758-800 req/s against 613-686
- * without it, 1.5 statements a request against 1.7; the live-lag bench at the machine's write capacity, p99
- * 172-179 ms against 208-250 (batches cost less), and at half of it alike within the noise.
- */
-const LIVE_BATCH_INTERVAL_MS = 15;
 
 /** How often a live consumer with nothing to apply announces where it stands, unless at the head (see `GenerationWorker.announced`). */
 const MOVE_INTERVAL_MS = 50;
@@ -193,6 +187,8 @@ export interface WorkerDependencies {
   moves: CheckpointMoves;
   /** At most so many batches at once in the process, so the projections leave the pool to the API. */
   limiter: Slots;
+  /** The period of live batches, the process's (see `LivePacing`). */
+  pacing: LivePacing;
   logger: Logger;
   options: WorkerOptions;
 }
@@ -314,8 +310,8 @@ export class GenerationWorker {
   }
 
   /**
-   * Under a steady stream of appends, a live consumer applies at most one batch per tick of
-   * `liveBatchIntervalMs`: one that applied a batch within the last period waits for the next tick, on a clock
+   * Under a steady stream of appends, a live consumer applies at most one batch per tick of the process's
+   * period (`LivePacing`, or `liveBatchIntervalMs` when set): one that applied a batch within the last period waits for the next tick, on a clock
    * every worker of the process shares, so they read the page that gathered meanwhile together and each applies
    * it as one batch. Without it each consumer applied a batch per group commit of the API (a handful of events),
    * three statements or more each, and role `all` at 16 connections spent most of its time writing to
@@ -325,7 +321,7 @@ export class GenerationWorker {
    * p50 went from 45-47 ms to 62-64 (their announcements waited for the tick), for no gain in throughput.
    */
   private async pace(stopped: AbortSignal): Promise<void> {
-    const interval = this.deps.options.liveBatchIntervalMs ?? LIVE_BATCH_INTERVAL_MS;
+    const interval = this.deps.options.liveBatchIntervalMs ?? this.deps.pacing.periodMs();
     const now = Date.now();
     if (interval <= 0 || now - this.lastBatchAt >= interval) return;
     await sleep(interval - (now % interval), stopped);
