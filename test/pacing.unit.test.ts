@@ -8,6 +8,7 @@ describe('LivePacing: the period of live batches follows how busy the process is
 
   it('steps up one level at a time when busy, down when there is room, and holds in between', () => {
     expect(nextLevel(0, 0.97)).toBe(1);
+    expect(nextLevel(0, 0.94)).toBe(0);
     expect(nextLevel(1, 0.97)).toBe(2);
     expect(nextLevel(2, 0.99)).toBe(2);
     expect(nextLevel(2, 0.9)).toBe(2);
@@ -41,9 +42,11 @@ describe('LivePacing: the period of live batches follows how busy the process is
       return periods;
     };
     expect(new Set(periodsOver(20))).toEqual(new Set([15]));
+    expect(pacing.busy).toBe(false);
     busy = 1;
     const saturated = periodsOver(20);
     expect(saturated.at(-1)).toBe(60);
+    expect(pacing.busy).toBe(true);
     // Up one level at a time: 15, then 30, then 60.
     expect(saturated.indexOf(30)).toBeGreaterThan(-1);
     expect(saturated.indexOf(30)).toBeLessThan(saturated.indexOf(60));
