@@ -15,9 +15,9 @@
  * user, for a new user created with it (`autoCreateUser`, a new id each request), for a known user with a
  * nonce; a batch of 100 custom events (`POST /events/custom/batch`, a nonce each; "not available" when the
  * service answers 404); a leaderboard created (last: live leaderboards make every later event cost more).
- * The references (one row per request, 100 rows per request) are measured first in each mode at each
- * connection count. Reported per run: requests/s (events/s), latency p50/p99, the ratio to the reference,
- * non-2xx answers (a run with any says so), SQL statements per request when the service exports
+ * Each service run follows a run of its reference (one row per request, or 100) at the same connection count,
+ * measured right before it with the service idle. Reported per run: requests/s (events/s), latency p50/p99,
+ * the ratio to the reference, non-2xx answers (a run with any says so), SQL statements per request when the service exports
  * `engage_database_statements_total` (read from /metrics before and after), `/healthz` latency sampled by a
  * separate process during the load; per mode each process's peak resident set.
  *
@@ -140,6 +140,7 @@ export interface ModeResult {
   postgres: string | null;
   startSeconds: number | null;
   runs: ScenarioRun[];
+  /** Every run of the reference, in order: each one measured right before the service run it is the reference of. */
   references: { kind: 'single' | 'batch'; connections: number; result: LoadResult }[];
   peakRssMb: { service: number | null; reference: number | null; postgres: number | null };
   rssTarget: { text: string; met: boolean } | null;
@@ -629,27 +630,29 @@ async function runMode(mode: Mode): Promise<ModeResult> {
     referenceRss = processSampler(reference.child.pid!);
     say(`${mode}: organisation, community and ${KNOWN_USERS} users created; reference listening`);
 
-    // The references first, at each connection count: one row per request, then 100 rows per request.
+    // Each service run is measured right after a run of its reference at the same connection count (one row per
+    // request, or 100): the machine's speed drifts by a fifth and more within a mode, and a reference measured
+    // once at the start of the mode made the ratios of later runs follow the drift. The service is idle first
+    // (`settle`), so its catch-up never slows the reference down.
     const known = SCENARIOS.find((scenario) => scenario.key === 'known')!;
     const batch = SCENARIOS.find((scenario) => scenario.key === 'batch')!;
+    const referenceScenario = { single: known, batch } as const;
+    const referenceWarmed = new Set<'single' | 'batch'>();
     const runs = SCENARIOS.filter(selected);
     if (MODE_WARMUP_SECONDS > 0) {
       say(`${mode}: warming the reference and the service up (${MODE_WARMUP_SECONDS} s each)`);
       await load(reference, known, target, CONNECTIONS[0]!, MODE_WARMUP_SECONDS, {});
       await load(service, known, target, CONNECTIONS[0]!, MODE_WARMUP_SECONDS, apiHeaders(target));
     }
-    for (const [kind, scenario] of [
-      ['single', known],
-      ['batch', batch],
-    ] as const) {
-      if (!runs.some((run) => run.reference === kind)) continue;
-      if (WARMUP_SECONDS > 0) await load(reference, scenario, target, CONNECTIONS[0]!, WARMUP_SECONDS, {});
-      for (const connections of CONNECTIONS) {
-        const measured = await load(reference, scenario, target, connections, SECONDS, {});
-        result.references.push({ kind, connections, result: measured });
-        say(`${mode}: reference ${kind} at ${connections}: ${formatNumber(measured.eventsPerSecond)} rows/s, p99 ${measured.p99Ms} ms`);
-      }
-    }
+    const measureReference = async (kind: 'single' | 'batch', connections: number): Promise<LoadResult> => {
+      const scenario = referenceScenario[kind];
+      if (!referenceWarmed.has(kind) && WARMUP_SECONDS > 0) await load(reference!, scenario, target, CONNECTIONS[0]!, WARMUP_SECONDS, {});
+      referenceWarmed.add(kind);
+      const measured = await load(reference!, scenario, target, connections, SECONDS, {});
+      result.references.push({ kind, connections, result: measured });
+      say(`${mode}: reference ${kind} at ${connections}: ${formatNumber(measured.eventsPerSecond)} rows/s, p99 ${measured.p99Ms} ms`);
+      return measured;
+    };
 
     for (const scenario of runs) {
       const probe = await setUp(service.port, 'POST', scenario.path, apiHeaders(target), scenario.body(target, sent++));
@@ -665,14 +668,13 @@ async function runMode(mode: Mode): Promise<ModeResult> {
         await load(service, scenario, target, CONNECTIONS[0]!, WARMUP_SECONDS, apiHeaders(target));
       }
       for (const connections of CONNECTIONS) {
-        const referenceResult = result.references.find((r) => r.kind === scenario.reference && r.connections === connections)?.result ?? null;
         const runResult: ScenarioRun = {
           scenario: scenario.key,
           label: scenario.label,
           connections,
           eventsPerRequest: scenario.eventsPerRequest,
           service: null,
-          reference: referenceResult,
+          reference: null,
           ratio: null,
           statementsPerRequest: null,
           healthz: null,
@@ -681,6 +683,9 @@ async function runMode(mode: Mode): Promise<ModeResult> {
         if (unavailable) {
           runResult.unavailable = unavailable;
         } else {
+          await settle(service.child.pid!);
+          const referenceResult = await measureReference(scenario.reference, connections);
+          runResult.reference = referenceResult;
           const healthz = await probeHealthz(service.port);
           await settle(service.child.pid!);
           const statementsBefore = await statementsCounter(service.port);
@@ -884,7 +889,7 @@ export function writePathReport(result: WritePathResult): string {
   ];
   return [
     `Write path: run ${result.date} at commit ${result.commit}; ${result.machine}; PostgreSQL ${postgres.join(', ') || 'unknown'}; took ${n(result.totalSeconds)} s. ` +
-      `Autocannon, ${result.seconds} s per run after ${result.warmupSeconds} s of warm-up per scenario (and ${result.modeWarmupSeconds} s of the known-user load per mode, for the service and the reference alike, before the first); a pool of ${result.poolSize} in the service and in the reference. ` +
+      `Autocannon, ${result.seconds} s per run after ${result.warmupSeconds} s of warm-up per scenario (and ${result.modeWarmupSeconds} s of the known-user load per mode, for the service and the reference alike, before the first); each service run right after a run of its reference; a pool of ${result.poolSize} in the service and in the reference. ` +
       (result.nodeFlags.length > 0 ? `The service's node ran with \`${result.nodeFlags.join(' ')}\`. ` : '') +
       `Load average ${n(result.loadAverage.start, 1)} at the start and ${n(result.loadAverage.end, 1)} at the end (2 cores${result.loadAverage.start > 2 || result.loadAverage.end > 2 ? ': the machine was busy with other work, which the ratios to the reference measured in the same run allow for only in part' : ''}).`,
     '',
