@@ -136,8 +136,10 @@ export async function openService(config: Config, logger: Logger, options: Servi
     const clock = options.clock ?? systemClock;
     const ctx: CommandContext = { config, database, store, logger, clock, reads: commandReads(database.db, config) };
     // Batches take at most half the pool, so the API keeps connections whatever the projections do.
+    // A process serving the API tells its live projections how many requests wait (see LivePacing).
     const runner = new ProjectionRunner(database, store, projections, logger, {
       concurrency: Math.max(1, Math.floor(config.databasePoolSize / 2)),
+      ...(options.http === 'ops' ? {} : { requestsInFlight: () => metrics.requestsInFlight.meanSinceLastSample() }),
       ...options.runtime,
     });
     if (options.projectors ?? true) await runner.start();

@@ -35,6 +35,7 @@ import { openPostgres } from '../infra/database.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { projections } from '../projectors/index.ts';
 import { ProjectionRunner, prepareProjections, waitForProjections } from '../projectors/runtime/index.ts';
+import { RequestsInFlight } from '../infra/requests-in-flight.ts';
 import { migrate } from '../service.ts';
 import { writeWorld } from './million-store.ts';
 import { connectionSampler, databaseUrl, percentiles, runIfMain, scratchDatabase, silentLogger, sleep, type Percentiles } from './support.ts';
@@ -203,9 +204,12 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
     };
 
     await prepareProjections(database.db, projections);
-    // As the service runs them: batches take at most half the pool.
+    // As the service runs them: batches take at most half the pool, and the writes in flight (the API's requests
+    // here) tell the live period whether the process is saturated.
+    const writesInFlight = new RequestsInFlight();
     runner = new ProjectionRunner(database, store, projections, silentLogger, {
       concurrency: 5,
+      requestsInFlight: () => writesInFlight.meanSinceLastSample(),
       onCheckpoint: (name, _generation, checkpoint) => {
         if (!isReadModel.has(name)) return;
         visible.set(name, checkpoint);
@@ -225,7 +229,8 @@ export async function benchLiveLag(): Promise<LiveLagResult> {
         tokenId: member.tokenId,
         metadata: { organisationId: member.organisationId, actor: member.tokenId, occurredAt: new Date().toISOString() },
       };
-      const handled = await logCustomEvent(service, caller, customEventOf(member, written));
+      writesInFlight.enter();
+      const handled = await logCustomEvent(service, caller, customEventOf(member, written)).finally(() => writesInFlight.leave());
       return { position: handled.position!, ackAt: performance.now(), ackMs: performance.now() - started };
     };
 

@@ -2,6 +2,7 @@ import type { RequestHandler } from 'express';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { categoryOf, type EventStore, type StreamAppend } from './event-store/port.ts';
 import { routeLabelOf } from './http/route-label.ts';
+import { RequestsInFlight } from './requests-in-flight.ts';
 
 /**
  * Prometheus metrics of one service instance, in a registry of its own (never prom-client's global one),
@@ -11,6 +12,8 @@ import { routeLabelOf } from './http/route-label.ts';
  */
 export interface Metrics {
   registry: Registry;
+  /** The requests this process's HTTP apps are serving (counted by `httpMetrics`). */
+  requestsInFlight: RequestsInFlight;
   httpRequestDuration: Histogram<'method' | 'route' | 'status'>;
   eventsAppended: Counter<'category'>;
   databaseStatements: Counter<'purpose'>;
@@ -30,6 +33,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   const registers = [registry];
   return {
     registry,
+    requestsInFlight: new RequestsInFlight(),
     httpRequestDuration: new Histogram({
       name: 'engage_http_request_duration_seconds',
       help: 'HTTP requests by method, route pattern and status',
@@ -108,6 +112,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
 export function httpMetrics(metrics: Metrics): RequestHandler {
   return (req, res, next) => {
     const started = process.hrtime.bigint();
+    metrics.requestsInFlight.enter();
+    res.once('close', () => metrics.requestsInFlight.leave());
     res.once('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.httpRequestDuration.observe({ method: req.method, route: routeLabelOf(req) ?? 'unmatched', status: String(res.statusCode) }, seconds);

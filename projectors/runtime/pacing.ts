@@ -8,31 +8,44 @@ import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 export const LIVE_PERIODS_MS = [15, 30, 60] as const;
 
 /**
- * The smoothed event-loop utilisation (the share of the time the loop was busy) at or above which the period
- * steps up a level, and below which it steps down again. The live-lag bench at half the write capacity (its
- * writers and every consumer in one process, 15 ms) sampled 0.75-0.99, 0.83 at the median; role `all`
- * saturated by 16 connections 0.96-1.00 with 15 ms and 0.93-0.99 with 60 ms: smoothed over a second, the
- * thresholds keep the first at 15 ms most of the time and the second at 60. (Stepping up at 0.93, the first
- * went up often enough to move its lag p99 from 62-72 ms to 85-89.)
+ * When the period steps up a level, and when down again, from the event loop's utilisation (the share of the
+ * time it was busy) and, in a process serving the API, the mean number of requests in flight, both smoothed
+ * over about a second. The gaps between up and down keep a load near a threshold from flapping.
+ *
+ * The loop alone does not tell a saturated process from a busy one: the live-lag bench at half the write
+ * capacity (its writers and every consumer in one process, 15 ms) sampled 0.75-0.99, 0.83 at the median,
+ * and role `all` saturated by 16 connections 0.93-0.95 smoothed (the loop waits on PostgreSQL, which shares
+ * the cores). Stepping up at 0.93 moved the first's lag p99 from 62-72 ms to 85-89, at 0.92 to 115; at 0.95
+ * the second stayed at 15 ms most of the time. Requests in flight do tell them apart: about 1 in the first (a
+ * write takes a few ms at 230 a second), 16 in the second, whose requests queue behind its own work.
  */
-const STEP_UP_AT = 0.95;
-const STEP_DOWN_BELOW = 0.85;
+export const LOOP_ONLY = { up: 0.95, down: 0.85 } as const;
+export const WITH_REQUESTS = { up: 0.85, down: 0.8, queuedAt: 4, drainedBelow: 2 } as const;
 
 /** How long one sample of the event loop lasts, and the weight of the newest one in the smoothed utilisation (about a second's worth). */
 export const SAMPLE_MS = 250;
 const NEWEST_WEIGHT = 0.3;
 
+/** A process's load, smoothed: its event loop's utilisation (0 to 1) and, when it serves requests, their mean number in flight. */
+export interface Load {
+  utilization: number;
+  inFlight?: number;
+}
+
 /**
- * The next level (an index into `LIVE_PERIODS_MS`) for a process at `level` whose event loop was busy
- * `utilization` (0 to 1, smoothed) of the time: one step at a time, up when busy, down when it has room again.
+ * The next level (an index into `LIVE_PERIODS_MS`) for a process at `level` under `load`: one step at a time,
+ * up when busy (and, serving requests, with requests queued), down when it has room again.
  */
-export function nextLevel(level: number, utilization: number): number {
-  if (level < LIVE_PERIODS_MS.length - 1 && utilization >= STEP_UP_AT) return level + 1;
-  if (level > 0 && utilization < STEP_DOWN_BELOW) return level - 1;
+export function nextLevel(level: number, load: Load): number {
+  const busy = load.inFlight === undefined ? load.utilization >= LOOP_ONLY.up : load.utilization >= WITH_REQUESTS.up && load.inFlight >= WITH_REQUESTS.queuedAt;
+  const room =
+    load.inFlight === undefined ? load.utilization < LOOP_ONLY.down : load.utilization < WITH_REQUESTS.down || load.inFlight < WITH_REQUESTS.drainedBelow;
+  if (level > 0 && room) return level - 1;
+  if (level < LIVE_PERIODS_MS.length - 1 && busy) return level + 1;
   return level;
 }
 
-/** The utilisation smoothed with a new sample (exponentially weighted). */
+/** A measure smoothed with a new sample (exponentially weighted). */
 export function smoothed(previous: number, sample: number): number {
   return previous + NEWEST_WEIGHT * (sample - previous);
 }
@@ -43,24 +56,28 @@ export function smoothed(previous: number, sample: number): number {
  * with a period of 15 ms a process whose API is saturated spent most of its time on them: role `all` at 16
  * connections, custom events, 804-818 req/s (1.07 statements a request) with 15 ms against 1,410-1,471 (0.63)
  * with 40 ms and 1,221-1,428 (0.58) with 80 ms. A quiet process keeps 15 ms, where the lag is shortest (the
- * live-lag target is measured at half the write capacity); one whose loop stays busy doubles it, then doubles it
- * again, and steps back as it gets room. The busy loop includes the batches themselves: when a longer period
- * makes them cheap enough to leave room, the period comes back down.
+ * live-lag target is measured at half the write capacity); a saturated one (see `WITH_REQUESTS`) doubles it,
+ * then doubles it again, and steps back as it gets room. The busy loop includes the batches themselves: when a
+ * longer period makes them cheap enough to leave room, the period comes back down.
  */
 export class LivePacing {
   private level = 0;
-  private utilization = 0;
+  private load: { utilization: number; inFlight: number } = { utilization: 0, inFlight: 0 };
   private sampledAt: number;
+  private readonly sample: () => number;
+  private readonly requestsInFlight: (() => number) | undefined;
+  private readonly clock: () => number;
 
   /**
-   * `sample` answers the loop's utilisation since its previous call (this process's event loop by default);
-   * `clock` the time in ms.
+   * `sample` answers the loop's utilisation since its previous call (this process's event loop by default),
+   * `requestsInFlight` the mean number of requests in flight since its previous call (when the process serves
+   * requests), `clock` the time in ms.
    */
-  constructor(
-    private readonly sample: () => number = eventLoopSampler(),
-    private readonly clock: () => number = Date.now,
-  ) {
-    this.sampledAt = clock();
+  constructor(options: { sample?: () => number; requestsInFlight?: () => number; clock?: () => number } = {}) {
+    this.sample = options.sample ?? eventLoopSampler();
+    this.requestsInFlight = options.requestsInFlight;
+    this.clock = options.clock ?? Date.now;
+    this.sampledAt = this.clock();
   }
 
   /** The period (ms) a live consumer's batches take now; samples the loop when the last sample is `SAMPLE_MS` old. */
@@ -68,8 +85,9 @@ export class LivePacing {
     const now = this.clock();
     if (now - this.sampledAt >= SAMPLE_MS) {
       this.sampledAt = now;
-      this.utilization = smoothed(this.utilization, this.sample());
-      this.level = nextLevel(this.level, this.utilization);
+      this.load.utilization = smoothed(this.load.utilization, this.sample());
+      if (this.requestsInFlight) this.load.inFlight = smoothed(this.load.inFlight, this.requestsInFlight());
+      this.level = nextLevel(this.level, this.requestsInFlight ? this.load : { utilization: this.load.utilization });
     }
     return LIVE_PERIODS_MS[this.level]!;
   }

@@ -30,6 +30,11 @@ export interface RuntimeOptions {
   liveBatchIntervalMs?: number;
   /** Events a process manager handles in one transaction (see WorkerOptions). */
   processManagerBatch?: number;
+  /**
+   * In a process that serves requests: the mean number in flight since the previous call, which tells the
+   * live period (`LivePacing`) whether the API is saturated.
+   */
+  requestsInFlight?: () => number;
   /** Called inside a batch's transaction after its events were applied and before its checkpoint commits. */
   onBatchApplied?: (name: string, generation: number, batch: SubscriptionBatch) => Promise<void> | void;
   /** Called once a generation's checkpoint has committed (see WorkerOptions). */
@@ -53,7 +58,7 @@ export class ProjectionRunner {
   readonly log: SharedLog;
   private readonly moves: CheckpointMoves;
   private readonly limiter: Slots;
-  private readonly pacing = new LivePacing();
+  private readonly pacing: LivePacing;
   private scanning: Promise<void> | null = null;
   private tidiedAt = Date.now();
   private timer: NodeJS.Timeout | null = null;
@@ -75,6 +80,7 @@ export class ProjectionRunner {
     });
     this.moves = new CheckpointMoves(database.db, this.leases.owner);
     this.limiter = new Slots(options.concurrency ?? 4);
+    this.pacing = new LivePacing({ requestsInFlight: options.requestsInFlight });
   }
 
   get owner(): string {
