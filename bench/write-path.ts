@@ -16,10 +16,11 @@
  * nonce; a batch of 100 custom events (`POST /events/custom/batch`, a nonce each; "not available" when the
  * service answers 404); a leaderboard created (last: live leaderboards make every later event cost more).
  * Each service run follows a run of its reference (one row per request, or 100) at the same connection count,
- * measured right before it with the service idle. Reported per run: requests/s (events/s), latency p50/p99,
- * the ratio to the reference, non-2xx answers (a run with any says so), SQL statements per request when the service exports
- * `engage_database_statements_total` (read from /metrics before and after), `/healthz` latency sampled by a
- * separate process during the load; per mode each process's peak resident set.
+ * measured right before it with the service idle, into its table emptied first. Reported per run: requests/s
+ * (events/s), latency p50/p99, the ratio to the reference, non-2xx answers (a run with any says so), SQL
+ * statements per request when the service exports `engage_database_statements_total` (read from /metrics
+ * before and after), `/healthz` latency sampled by a separate process during the load; per mode each
+ * process's peak resident set.
  *
  *   npx tsx bench/write-path.ts                                          # every mode, 3 s per run
  *   BENCH_WRITE_MODES=command-api BENCH_WRITE_SECONDS=10 npx tsx bench/write-path.ts
@@ -519,17 +520,6 @@ async function statementsCounter(port: number): Promise<number | null> {
 /** CPU ticks (1/100 s) a process has used; 0 when it cannot be read. */
 const cpuTicks = (pid: number) => cpuTicksOf(pid) ?? 0;
 
-/** Empties the reference's table (bench/write-reference.ts) between its runs. */
-async function emptyReferenceTable(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, statement_timeout: 30_000 });
-  await client.connect();
-  try {
-    await client.query('truncate bench_reference_writes');
-  } finally {
-    await client.end();
-  }
-}
-
 /**
  * Waits (at most `seconds`, SETTLE_SECONDS by default) until the service is idle: its projectors and jobs
  * catch up between runs. Answers whether it got idle.
@@ -678,7 +668,8 @@ async function runMode(mode: Mode): Promise<ModeResult> {
       referenceWarmed.add(kind);
       // From an empty table each time, as when every reference ran first: the batches' references leave a
       // million rows, and single rows inserted into that index afterwards ran at half the speed.
-      await emptyReferenceTable(referenceUrl);
+      const emptied = await call(reference!.port, 'DELETE', '/rows');
+      if (emptied.status !== 200) throw new Error(`the reference could not empty its table: ${emptied.text.slice(0, 300)}`);
       const measured = await load(reference!, scenario, target, connections, SECONDS, {});
       result.references.push({ kind, connections, result: measured });
       say(`${mode}: reference ${kind} at ${connections}: ${formatNumber(measured.eventsPerSecond)} rows/s, p99 ${measured.p99Ms} ms`);
@@ -728,7 +719,7 @@ async function runMode(mode: Mode): Promise<ModeResult> {
           runResult.healthz = await healthz.stop();
           const statementsAfter = await statementsCounter(service.port);
           runResult.service = measured;
-          runResult.ratio = referenceResult ? measured.eventsPerSecond / referenceResult.eventsPerSecond : null;
+          runResult.ratio = measured.eventsPerSecond / referenceResult.eventsPerSecond;
           const ok = measured.requests - measured.non2xx;
           if (statementsBefore !== null && statementsAfter !== null && ok > 0) runResult.statementsPerRequest = (statementsAfter - statementsBefore) / ok;
         }

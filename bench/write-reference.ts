@@ -5,7 +5,7 @@
  * number of rows. A body that is an array (a batch, as `POST /events/custom/batch` takes it) becomes that
  * many rows in one INSERT (`unnest`), the same number of events the service appends. The key is the event's
  * `nonce` when it has one (so a nonce costs a unique-index check, as it does in the service), a random UUID
- * otherwise.
+ * otherwise. `DELETE /rows` empties its table.
  *
  *   REFERENCE_DATABASE_URL=postgres://... REFERENCE_POOL_SIZE=10 npx tsx bench/write-reference.ts
  *
@@ -43,6 +43,15 @@ function reply(res: ServerResponse, status: number, body: unknown): void {
 }
 
 const server = createServer((req, res) => {
+  // `DELETE /rows`: the bench empties the table before each run of the reference (bench/write-path.ts).
+  if (req.method === 'DELETE' && req.url === '/rows') {
+    req.resume();
+    pool.query(`truncate ${TABLE}`).then(
+      () => reply(res, 200, { emptied: true }),
+      (error: unknown) => reply(res, 500, { code: 'INTERNAL_ERROR', message: String(error) }),
+    );
+    return;
+  }
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {

@@ -32,16 +32,25 @@ export interface Load {
   inFlight?: number;
 }
 
+/** Whether a process under `load` is saturated: requests queue in it while its loop is busy, or, serving none, its loop is busy alone. */
+function saturated(load: Load): boolean {
+  if (load.inFlight === undefined) return load.utilization >= LOOP_ONLY.up;
+  return load.utilization >= WITH_REQUESTS.up && load.inFlight >= WITH_REQUESTS.queuedAt;
+}
+
+/** Whether a process under `load` has room again: its requests drained or its loop idles more. */
+function hasRoom(load: Load): boolean {
+  if (load.inFlight === undefined) return load.utilization < LOOP_ONLY.down;
+  return load.utilization < WITH_REQUESTS.down || load.inFlight < WITH_REQUESTS.drainedBelow;
+}
+
 /**
  * The next level (an index into `LIVE_PERIODS_MS`) for a process at `level` under `load`: one step at a time,
- * up when busy (and, serving requests, with requests queued), down when it has room again.
+ * up when saturated, down when it has room again.
  */
 export function nextLevel(level: number, load: Load): number {
-  const busy = load.inFlight === undefined ? load.utilization >= LOOP_ONLY.up : load.utilization >= WITH_REQUESTS.up && load.inFlight >= WITH_REQUESTS.queuedAt;
-  const room =
-    load.inFlight === undefined ? load.utilization < LOOP_ONLY.down : load.utilization < WITH_REQUESTS.down || load.inFlight < WITH_REQUESTS.drainedBelow;
-  if (level > 0 && room) return level - 1;
-  if (level < LIVE_PERIODS_MS.length - 1 && busy) return level + 1;
+  if (level > 0 && hasRoom(load)) return level - 1;
+  if (level < LIVE_PERIODS_MS.length - 1 && saturated(load)) return level + 1;
   return level;
 }
 
@@ -51,18 +60,18 @@ export function smoothed(previous: number, sample: number): number {
 }
 
 /**
- * The period of this process's live batches, from how busy its event loop is. Every batch costs a few round
- * trips and statements whatever it holds (begin with the checkpoint's compare-and-set, the writes, commit), so
- * with a period of 15 ms a process whose API is saturated spent most of its time on them: role `all` at 16
+ * The period of this process's live batches, from how saturated it is (see `LOOP_ONLY`, `WITH_REQUESTS`).
+ * Every batch costs a few round trips and statements whatever it holds (begin with the checkpoint's
+ * compare-and-set, the writes, commit), so with a period of 15 ms a process whose API is saturated spent most of its time on them: role `all` at 16
  * connections, custom events, 804-818 req/s (1.07 statements a request) with 15 ms against 1,410-1,471 (0.63)
  * with 40 ms and 1,221-1,428 (0.58) with 80 ms. A quiet process keeps 15 ms, where the lag is shortest (the
- * live-lag target is measured at half the write capacity); a saturated one (see `WITH_REQUESTS`) doubles it,
+ * live-lag target is measured at half the write capacity); a saturated one doubles it,
  * then doubles it again, and steps back as it gets room. The busy loop includes the batches themselves: when a
  * longer period makes them cheap enough to leave room, the period comes back down.
  */
 export class LivePacing {
   private level = 0;
-  private load: { utilization: number; inFlight: number } = { utilization: 0, inFlight: 0 };
+  private readonly load: Load;
   private sampledAt: number;
   private readonly sample: () => number;
   private readonly requestsInFlight: (() => number) | undefined;
@@ -78,6 +87,7 @@ export class LivePacing {
     this.requestsInFlight = options.requestsInFlight;
     this.clock = options.clock ?? Date.now;
     this.sampledAt = this.clock();
+    this.load = options.requestsInFlight ? { utilization: 0, inFlight: 0 } : { utilization: 0 };
   }
 
   /** The period (ms) a live consumer's batches take now; samples the loop when the last sample is `SAMPLE_MS` old. */
@@ -86,8 +96,8 @@ export class LivePacing {
     if (now - this.sampledAt >= SAMPLE_MS) {
       this.sampledAt = now;
       this.load.utilization = smoothed(this.load.utilization, this.sample());
-      if (this.requestsInFlight) this.load.inFlight = smoothed(this.load.inFlight, this.requestsInFlight());
-      this.level = nextLevel(this.level, this.requestsInFlight ? this.load : { utilization: this.load.utilization });
+      if (this.requestsInFlight) this.load.inFlight = smoothed(this.load.inFlight ?? 0, this.requestsInFlight());
+      this.level = nextLevel(this.level, this.load);
     }
     return LIVE_PERIODS_MS[this.level]!;
   }
