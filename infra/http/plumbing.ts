@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import express, { type Express, type RequestHandler, type Response } from 'express';
-import type { Logger } from '../logging.ts';
+import { requestLineWriter, type Logger } from '../logging.ts';
 import { acceptedPathAndQuery, clientTraceId, jsonBody } from './accepted-input.ts';
 import { httpMetrics, type Metrics } from '../metrics.ts';
 import { trackRoutes } from './route-label.ts';
@@ -89,6 +89,7 @@ interface LoggedRequest {
 function requestLogging(requestPrototype: object, logger: Logger, logRequests: RequestLogging): RequestHandler {
   const succeeded = logRequests === 'off' ? 'silent' : logRequests;
   requestLoggers(requestPrototype);
+  const writeLine = requestLineWriter(logger);
   return (req, res, next) => {
     const started = Date.now();
     const id = clientTraceId(req.headers['x-request-id']) ?? randomUUID();
@@ -110,11 +111,11 @@ function requestLogging(requestPrototype: object, logger: Logger, logRequests: R
       const level = error || status >= 500 ? 'error' : status >= 400 ? 'info' : succeeded;
       if (level === 'silent' || !logger.isLevelEnabled(level)) return;
       const responseTime = Date.now() - started;
-      if (error || status >= 500) {
+      if (level === 'error') {
         const err = error ?? new Error(`failed with status code ${status}`);
         logger[level]({ ...fields(), res: { statusCode: status }, err, responseTime }, 'request errored');
       } else {
-        logger[level]({ ...fields(), res: { statusCode: status }, responseTime }, 'request completed');
+        writeLine(level, { req: logged, traceId, organisationId: organisationOf(res), statusCode: status, responseTime }, 'request completed');
       }
     };
     res.on('close', complete).on('finish', complete).on('error', complete);
