@@ -69,6 +69,41 @@ describe('LivePacing: the period of live batches follows how saturated the proce
     expect(quiet.indexOf(30)).toBeLessThan(quiet.indexOf(15));
   });
 
+  it('steps up at the first sample where requests queue deep in a busy loop, and holds until the last sample has room too', () => {
+    const deep = { utilization: WITH_REQUESTS.up, inFlight: 2 * WITH_REQUESTS.queuedAt };
+    const idle = { utilization: 0.05, inFlight: 0.1 };
+    // Smoothed from an idle start the load is still quiet; the sample alone steps it up.
+    expect(nextLevel(0, idle, deep)).toBe(1);
+    expect(nextLevel(1, idle, deep)).toBe(2);
+    // Merely queued (below twice queuedAt), or queued in a loop with room: the smoothed load decides.
+    expect(nextLevel(0, idle, { utilization: 0.99, inFlight: 2 * WITH_REQUESTS.queuedAt - 1 })).toBe(0);
+    expect(nextLevel(0, idle, { utilization: WITH_REQUESTS.up - 0.01, inFlight: 16 })).toBe(0);
+    // Down only when both the smoothed load and the last sample have room.
+    expect(nextLevel(2, idle, { utilization: 0.9, inFlight: 12 })).toBe(2);
+    expect(nextLevel(2, idle, idle)).toBe(1);
+    // A process of projections only: one busy sample moves nothing.
+    expect(nextLevel(0, { utilization: 0.1 }, { utilization: 1 })).toBe(0);
+  });
+
+  it('reaches 60 ms within a few samples of a saturating load that starts from idle', () => {
+    let time = 0;
+    let busy = 0.05;
+    let inFlight = 0;
+    const pacing = new LivePacing({ sample: () => busy, requestsInFlight: () => inFlight, clock: () => time });
+    for (let sample = 0; sample < 20; sample++) {
+      time += SAMPLE_MS;
+      pacing.periodMs();
+    }
+    busy = 0.9;
+    inFlight = 12;
+    const periods: number[] = [];
+    for (let sample = 0; sample < 3; sample++) {
+      time += SAMPLE_MS;
+      periods.push(pacing.periodMs());
+    }
+    expect(periods).toEqual([30, 60, 60]);
+  });
+
   it('samples no more than once per sample period, however often it is asked', () => {
     let time = 0;
     let sampled = 0;
