@@ -1,4 +1,5 @@
-import express, { type RequestHandler } from 'express';
+import type { IncomingHttpHeaders } from 'node:http';
+import express, { type Request, type RequestHandler } from 'express';
 import { badRequest, HttpError, type ErrorBody } from './errors.ts';
 
 /**
@@ -159,10 +160,79 @@ export function jsonBody(limit: string): RequestHandler[] {
       if (!mayHoldProblems(raw)) plainBodies.add(req);
     },
   });
+  const limitBytes = bytesOf(limit);
   const parseTold: RequestHandler = (req, res, next) => {
-    parse(req, res, (error?: unknown) => next(error === undefined ? undefined : unreadableBody(error, req.get('content-encoding'))));
+    const told = (error?: unknown) => next(error === undefined ? undefined : unreadableBody(error, req.get('content-encoding')));
+    const length = plainJsonLength(req.headers);
+    if (length !== null && limitBytes !== null && length <= limitBytes) readPlainJson(req, length, told);
+    else parse(req, res, told);
   };
   return [parseTold, acceptedBody];
+}
+
+/** A size such as config's BODY_LIMIT (`100kb`, `1mb`: units of 1,024, as body-parser reads them); null for another form. */
+function bytesOf(limit: string): number | null {
+  const match = /^(\d+)(b|kb|mb)$/i.exec(limit);
+  if (!match) return null;
+  return Number(match[1]) * { b: 1, kb: 1024, mb: 1024 * 1024 }[match[2]!.toLowerCase() as 'b' | 'kb' | 'mb'];
+}
+
+/**
+ * The declared length of a body that is plain JSON: `Content-Type: application/json` (in UTF-8, said or not), no
+ * Content-Encoding, a Content-Length of at least one byte. Null for anything else, which body-parser reads.
+ */
+function plainJsonLength(headers: IncomingHttpHeaders): number | null {
+  const type = headers['content-type']?.toLowerCase();
+  if (type !== 'application/json' && type !== 'application/json; charset=utf-8' && type !== 'application/json;charset=utf-8') return null;
+  if (headers['content-encoding'] !== undefined || headers['content-length'] === undefined) return null;
+  const length = Number(headers['content-length']);
+  return Number.isInteger(length) && length > 0 ? length : null;
+}
+
+/**
+ * Reads a plain JSON body (`plainJsonLength`) as body-parser would, with its errors (`strict`: an object or an
+ * array; a leading BOM dropped; `request.aborted`, `request.size.invalid`, `entity.parse.failed`), without
+ * its general path (media-type parsing, a decoder stream, a raw-body reader): at the command API's rate that
+ * was 0.02 ms of a request's 0.15 in the HTTP plumbing (2026-12-06). Every other body goes to body-parser.
+ */
+function readPlainJson(req: Request, length: number, done: (error?: unknown) => void): void {
+  const chunks: Buffer[] = [];
+  let received = 0;
+  let finished = false;
+  const finish = (error?: unknown) => {
+    if (finished) return;
+    finished = true;
+    req.off('data', onData).off('end', onEnd).off('close', onClose).off('error', onError);
+    done(error);
+  };
+  const onData = (chunk: Buffer) => {
+    chunks.push(chunk);
+    received += chunk.length;
+  };
+  // Cut short (the client went) or failed: a 400 the body could not be read, as body-parser answers both.
+  const onClose = () => {
+    if (!req.complete) finish(Object.assign(new Error('request aborted'), { type: 'request.aborted', status: 400 }));
+  };
+  const onError = (error: Error) => finish(Object.assign(new Error('request could not be read', { cause: error }), { status: 400 }));
+  const onEnd = () => {
+    if (received !== length)
+      return finish(Object.assign(new Error('request size did not match content length'), { type: 'request.size.invalid', status: 400 }));
+    const raw = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
+    let text = raw.toString('utf8');
+    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    const first = /^[\x20\x09\x0a\x0d]*([^\x20\x09\x0a\x0d])/.exec(text)?.[1];
+    if (first !== '{' && first !== '[')
+      return finish(Object.assign(new SyntaxError('Unexpected token: not an object or an array'), { type: 'entity.parse.failed', status: 400 }));
+    try {
+      req.body = JSON.parse(text) as unknown;
+    } catch (error) {
+      return finish(Object.assign(error as Error, { type: 'entity.parse.failed', status: 400 }));
+    }
+    (req as { _body?: boolean })._body = true;
+    if (!mayHoldProblems(raw)) plainBodies.add(req);
+    finish();
+  };
+  req.on('data', onData).on('end', onEnd).on('close', onClose).on('error', onError);
 }
 
 function unreadableBody(error: unknown, contentEncoding: string | undefined): unknown {
