@@ -50,10 +50,10 @@ function hasRoom(load: Load): boolean {
  * sample alone) also steps it up when requests queued deep in that sample, and holds it until both have room:
  * smoothed from an idle start, the load took ten samples (2.5 s) to cross the thresholds, and a 3 s run of the
  * write-path bench spent most of itself at 15 and 30 ms (role `all` at 16 connections, 11-12 requests in
- * flight: 0.21-0.30 of the reference, two samples to 60 ms since). Deep, not merely queued: at 4, the live-lag
- * bench's capacity phase (8 writers) stepped up at once and measured 603-734 writes/s against 390-443, and its
- * lag phase at half of that, 15 ms batches on a machine then near saturation, had a p99 of 101-119 ms against
- * 80; deep queues leave that phase to the smoothed load as before. A loop busy alone is judged smoothed only:
+ * flight: 0.21-0.385 of the reference between runs; two samples to 60 ms since). Deep, not merely queued: at
+ * 4, the live-lag bench's capacity phase (8 writers) stepped up at once and measured 603-734 writes/s against
+ * 390-443, and its lag phase at half of that, 15 ms batches on a machine then near saturation, had a p99 of
+ * 101-119 ms (80 at 200 writes/s with 8); deep queues leave that phase to the smoothed load as before. A loop busy alone is judged smoothed only:
  * one long batch is not a saturated process.
  */
 export function nextLevel(level: number, load: Load, latest?: Load): number {
