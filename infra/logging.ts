@@ -65,17 +65,9 @@ const pinoSymbols: PinoSymbols | null = (() => {
  * level, a mixin with fields, as in a job's log context), the line goes through pino.
  */
 export function requestLineWriter(logger: Logger): (level: LineLevel, line: RequestLine, msg: string) => void {
-  const throughPino = (level: LineLevel, line: RequestLine, msg: string) =>
-    logger[level](
-      {
-        req: line.req,
-        ...(line.traceId ? { traceId: line.traceId } : {}),
-        ...(line.organisationId ? { organisationId: line.organisationId } : {}),
-        res: { statusCode: line.statusCode },
-        responseTime: line.responseTime,
-      },
-      msg,
-    );
+  // pino leaves out a field that is undefined (a request without a trace or an organisation).
+  const throughPino = (level: LineLevel, { req, traceId, organisationId, statusCode, responseTime }: RequestLine, msg: string) =>
+    logger[level]({ req, traceId, organisationId, res: { statusCode }, responseTime }, msg);
   if (!pinoSymbols) return throughPino; // another pino than the one this was written against
   const { lsCacheSym, timeSym, chindingsSym, endSym, mixinSym, streamSym, messageKeySym, msgPrefixSym } = pinoSymbols;
   const { nestedKeySym, serializersSym, formattersSym, hooksSym, needsMetadataGsym } = pinoSymbols;

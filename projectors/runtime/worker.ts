@@ -313,10 +313,10 @@ export class GenerationWorker {
    * Under a steady stream of appends, a live consumer applies at most one batch per tick of the process's
    * period (`LivePacing`, or `liveBatchIntervalMs` when set): one that applied a batch within the last period
    * waits for the next tick, on a clock every worker of the process shares, so they read the page that gathered
-   * meanwhile together and each applies it as one batch. Without it each consumer applied a batch per group commit of the API (a handful of events),
-   * three statements or more each, and role `all` at 16 connections spent most of its time writing to
-   * PostgreSQL's sockets. A consumer that was idle (its last batch longer ago) reads at once: a lone write
-   * waits for nothing. Consumers a page held nothing for keep reading at each wake-up: on the tick too, they
+   * meanwhile together and each applies it as one batch. Without it each consumer applied a batch per group
+   * commit of the API (a handful of events), three statements or more each, and role `all` at 16 connections
+   * spent most of its time writing to PostgreSQL's sockets. A consumer that was idle (its last batch longer
+   * ago) reads at once: a lone write waits for nothing. Consumers a page held nothing for keep reading at each wake-up: on the tick too, they
    * read a quarter as often (541 reads against 2,297 in role `all` at 16 connections) but the live-lag bench's
    * p50 went from 45-47 ms to 62-64 (their announcements waited for the tick), for no gain in throughput. So
    * they do only in a busy process (`LivePacing.busy`), where one log read a tick for all of them instead of one
