@@ -57,7 +57,27 @@ interface RequestCompleted {
   scope: string;
   key: string;
   fingerprint: string;
-  response: CommandResponse;
+  response: RecordedResponse;
+}
+
+/**
+ * A response as its record keeps it: the body as its JSON text (`json`), which `jsonb` keeps as it is, where it
+ * reorders an object's keys (shortest first): a replay then answered the first body with its keys, the
+ * client's payload's too, in another order. Records written before kept the body itself (`body`).
+ */
+interface RecordedResponse {
+  status: number;
+  json?: string;
+  body?: unknown;
+}
+
+function recordedResponse(response: CommandResponse): RecordedResponse {
+  const json = JSON.stringify(response.body) as string | undefined;
+  return json === undefined ? { status: response.status } : { status: response.status, json };
+}
+
+function replayedResponse(recorded: RecordedResponse): CommandResponse {
+  return { status: recorded.status, body: recorded.json === undefined ? recorded.body : JSON.parse(recorded.json) };
 }
 
 const MAX_ATTEMPTS = 5;
@@ -182,7 +202,12 @@ function rememberAppended(states: StreamStates, decided: Decided[], results: App
 }
 
 function recordAppend(idempotency: Idempotency, response: CommandResponse, metadata: EventMetadata): StreamAppend {
-  const record: RequestCompleted = { scope: idempotency.scope, key: idempotency.key, fingerprint: idempotency.fingerprint, response };
+  const record: RequestCompleted = {
+    scope: idempotency.scope,
+    key: idempotency.key,
+    fingerprint: idempotency.fingerprint,
+    response: recordedResponse(response),
+  };
   return { stream: idempotencyStream(idempotency), expectedRevision: 'no_stream', events: [{ type: 'RequestCompleted', data: record, metadata }] };
 }
 
@@ -194,7 +219,7 @@ async function replayOf(store: EventStore, idempotency: Idempotency): Promise<Ha
   if (completed.fingerprint !== idempotency.fingerprint && !idempotency.replayOnMismatch) {
     throw conflict(`This ${idempotency.scope === 'nonce' ? 'nonce' : 'Idempotency-Key'} was already used for a different request`);
   }
-  return { events: [], results: [], position: record.position, response: completed.response, replayed: true };
+  return { events: [], results: [], position: record.position, response: replayedResponse(completed.response), replayed: true };
 }
 
 /** A refusal of the request (not a failure of the service): a used key answers with its first result instead. */

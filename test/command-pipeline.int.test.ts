@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aggregateStream, handleCommand, type CommandPart } from '../command-api/command-handling.ts';
+import { aggregateStream, fingerprintOf, handleCommand, idempotencyStream, type CommandPart } from '../command-api/command-handling.ts';
 import type { Caller } from '../api/context.ts';
 import { appendDecided } from '../command-api/jobs.ts';
 import { logCustomEvent, logCustomEventBatch } from '../command-api/log-custom-event.ts';
@@ -105,6 +105,21 @@ describe('the command pipeline on PostgreSQL: cached stream states, one path for
     } finally {
       store.readStream = readStream;
     }
+  });
+
+  it('a nonce recorded before answers were kept as JSON text still answers its first result', async () => {
+    // A record as written before: the body itself, which jsonb keeps with its keys reordered.
+    const first = { id: newId(), name: 'purchase', userId: alice, externalUserId: 'crm-alice', payload: { b: 1, a: 2 }, createdAt: new Date().toISOString() };
+    const nonce = `before-${newId()}`;
+    const sent = body({ nonce });
+    await t.service.store.append(
+      idempotencyStream({ organisationId: acme.organisationId, scope: 'nonce', key: nonce }),
+      [{ type: 'RequestCompleted', data: { scope: 'nonce', key: nonce, fingerprint: fingerprintOf(sent), response: { status: 200, body: first } } }],
+      { expectedRevision: 'no_stream' },
+    );
+    const replay = await logCustomEvent(t.service, callerNow(), sent);
+    expect(replay.replayed).toBe(true);
+    expect(replay.response).toEqual({ status: 200, body: first });
   });
 
   it('a batch of 100 known-user events reads no stream and appends in one transaction', async () => {

@@ -233,11 +233,12 @@ describe('POST /events/custom over HTTP', () => {
     const before = await t.eventCount();
     const same = await log({ ...valid(), nonce: 'order-1001' });
     expect(same.status).toBe(200);
-    expect(same.body).toEqual(first.body);
+    // The first answer again, byte for byte: its keys in their order too.
+    expect(same.text).toBe(first.text);
     expect(same.headers['idempotent-replayed']).toBe('true');
     const different = await log({ ...valid(), eventName: 'refund', payload: {}, nonce: 'order-1001' });
     expect(different.status).toBe(200);
-    expect(different.body).toEqual(first.body);
+    expect(different.text).toBe(first.text);
     const unknownUser = await log({ ...valid(), userId: 'nobody', nonce: 'order-1001' });
     expect(unknownUser.status).toBe(200);
     expect(unknownUser.body).toEqual(first.body);
