@@ -45,16 +45,16 @@ function hasRoom(load: Load): boolean {
 }
 
 /**
- * The next level (an index into `LIVE_PERIODS_MS`) for a process at `level` under `load` (smoothed): one step at
- * a time, up when saturated, down when it has room again. In a process serving requests, `latest` (the last
+ * The next level (an index into `LIVE_PERIODS_MS`) for a process at `level` under `load` (smoothed): one step
+ * at a time, up when saturated, down when it has room again. In a process serving requests, `latest` (the last
  * sample alone) also steps it up when requests queued deep in that sample, and holds it until both have room:
  * smoothed from an idle start, the load took ten samples (2.5 s) to cross the thresholds, and a 3 s run of the
  * write-path bench spent most of itself at 15 and 30 ms (role `all` at 16 connections, 11-12 requests in
- * flight: 0.21-0.385 of the reference between runs; two samples to 60 ms since). Deep, not merely queued: at
- * 4, the live-lag bench's capacity phase (8 writers) stepped up at once and measured 603-734 writes/s against
+ * flight: 0.21-0.385 of the reference between runs; two samples to 60 ms since). Deep, not merely queued: at 4,
+ * the live-lag bench's capacity phase (8 writers) stepped up at once and measured 603-734 writes/s against
  * 390-443, and its lag phase at half of that, 15 ms batches on a machine then near saturation, had a p99 of
- * 101-119 ms (80 at 200 writes/s with 8); deep queues leave that phase to the smoothed load as before. A loop busy alone is judged smoothed only:
- * one long batch is not a saturated process.
+ * 101-119 ms (80 at 200 writes/s with 8); deep queues leave that phase to the smoothed load as before. A loop
+ * busy alone is judged smoothed only: one long batch is not a saturated process.
  */
 export function nextLevel(level: number, load: Load, latest?: Load): number {
   const serving = latest?.inFlight !== undefined;
@@ -74,12 +74,12 @@ export function smoothed(previous: number, sample: number): number {
 }
 
 /**
- * The period of this process's live batches, from how saturated it is (see `LOOP_ONLY`, `WITH_REQUESTS`).
- * Every batch costs a few round trips and statements whatever it holds (begin with the checkpoint's
- * compare-and-set, the writes, commit), so with a period of 15 ms a process whose API is saturated spent most of its time on them: role `all` at 16
- * connections, custom events, 804-818 req/s (1.07 statements a request) with 15 ms against 1,410-1,471 (0.63)
- * with 40 ms and 1,221-1,428 (0.58) with 80 ms. A quiet process keeps 15 ms, where the lag is shortest (the
- * live-lag target is measured at half the write capacity); a saturated one doubles it,
+ * The period of this process's live batches, from how saturated it is (see `LOOP_ONLY`, `WITH_REQUESTS`). Every
+ * batch costs a few round trips and statements whatever it holds (begin with the checkpoint's compare-and-set,
+ * the writes, commit), so with a period of 15 ms a process whose API is saturated spent most of its time on
+ * them: role `all` at 16 connections, custom events, 804-818 req/s (1.07 statements a request) with 15 ms
+ * against 1,410-1,471 (0.63) with 40 ms and 1,221-1,428 (0.58) with 80 ms. A quiet process keeps 15 ms, where
+ * the lag is shortest (the live-lag target is measured at half the write capacity); a saturated one doubles it,
  * then doubles it again, and steps back as it gets room. The busy loop includes the batches themselves: when a
  * longer period makes them cheap enough to leave room, the period comes back down.
  */

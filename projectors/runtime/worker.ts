@@ -316,11 +316,12 @@ export class GenerationWorker {
    * meanwhile together and each applies it as one batch. Without it each consumer applied a batch per group
    * commit of the API (a handful of events), three statements or more each, and role `all` at 16 connections
    * spent most of its time writing to PostgreSQL's sockets. A consumer that was idle (its last batch longer
-   * ago) reads at once: a lone write waits for nothing. Consumers a page held nothing for keep reading at each wake-up: on the tick too, they
-   * read a quarter as often (541 reads against 2,297 in role `all` at 16 connections) but the live-lag bench's
-   * p50 went from 45-47 ms to 62-64 (their announcements waited for the tick), for no gain in throughput. So
-   * they do only in a busy process (`LivePacing.busy`), where one log read a tick for all of them instead of one
-   * at every wake-up took role `all` at 16 connections from 0.71-0.73 statements a request to 0.57-0.58.
+   * ago) reads at once: a lone write waits for nothing. Consumers a page held nothing for keep reading at each
+   * wake-up: on the tick too, they read a quarter as often (541 reads against 2,297 in role `all` at 16
+   * connections) but the live-lag bench's p50 went from 45-47 ms to 62-64 (their announcements waited for the
+   * tick), for no gain in throughput. So they do only in a busy process (`LivePacing.busy`), where one log read
+   * a tick for all of them instead of one at every wake-up took role `all` at 16 connections from 0.71-0.73
+   * statements a request to 0.57-0.58.
    */
   private async pace(stopped: AbortSignal): Promise<void> {
     const fixed = this.deps.options.liveBatchIntervalMs;
