@@ -36,6 +36,8 @@ export class RateLimits {
   private readonly coalesced = new Map<string, CountWaiting[]>();
   /** Per address and key counted, the places taken ahead of its requests and its recent rate (see `countTogether`). */
   private readonly ahead = new Map<string, Ahead>();
+  /** Counts of API tokens sent to Redis, and the requests that waited for one (the others took places ahead). */
+  readonly stats = { counts: 0, requestsWaited: 0 };
 
   private constructor(
     private readonly counter: RateLimiterLike,
@@ -203,12 +205,29 @@ export class RateLimits {
    * served from places taken ahead is not looked at for its address meanwhile: an address refused since is
    * refused within `AHEAD_MS`. A burst at the limit, or a pair seen for the first time, takes none: every
    * request is counted in its own place, as before.
+   *
+   * The next places are taken before these run out: the request that leaves half of the last ones taken (or
+   * fewer) sends the count for the next ones and goes on; they wait behind those left, and requests take them
+   * when those are gone. Taken only when the last ones ran out, every request that arrived during the round trip
+   * waited for it, and a request that waits before its append misses the group commit about to leave (one
+   * statement at a time): at 16 connections of the bench's command API, 0.10 ms spent in the count on average
+   * but 4.3 ms from first middleware to answer, against 0.017 ms and 3.5-3.8 ms taken before they ran out. What
+   * goes unused is still at most half of what the token had left: places left count as taken.
    */
   private countTogether(address: string, key: string, windowSeconds: number, failedLimit: number, limit: number): Promise<[number, number, number]> {
     const pair = `${address}\n${key}`;
     const now = Date.now();
-    const taken = placeAhead(this.aheadOf(pair, now), now);
-    if (taken) return Promise.resolve(taken);
+    const ahead = this.aheadOf(pair, now);
+    const taken = placeAhead(ahead, now);
+    if (taken) {
+      // The next places are taken before these run out, so a steady load does not wait on the round trip.
+      if (!this.coalesced.has(pair) && ahead.queued === null && placesLeft(ahead.places, now) <= ahead.refillBelow) {
+        this.coalesced.set(pair, []);
+        this.sendCounts(pair, address, key, windowSeconds, failedLimit, limit, []);
+      }
+      return Promise.resolve(taken);
+    }
+    this.stats.requestsWaited++;
     return new Promise((resolve, reject) => {
       const queue = this.coalesced.get(pair);
       if (queue) return void queue.push({ resolve, reject });
@@ -222,7 +241,7 @@ export class RateLimits {
     let ahead = this.ahead.get(pair);
     if (!ahead) {
       if (this.ahead.size >= MAX_PAIRS) this.ahead.clear();
-      ahead = { next: 1, last: 0, until: 0, windowEndsAt: 0, lastUsed: null, bucketStart: now, bucketCount: 0, previousCount: 0 };
+      ahead = { places: NO_PLACES, queued: null, refillBelow: 0, lastUsed: null, bucketStart: now, bucketCount: 0, previousCount: 0 };
       this.ahead.set(pair, ahead);
     }
     if (now - ahead.bucketStart >= RATE_BUCKET_MS) {
@@ -238,8 +257,17 @@ export class RateLimits {
     const command = (this.redis as Redis & CountCommand)[ADDRESS_AND_COUNT].bind(this.redis);
     const ahead = this.ahead.get(pair);
     const lastUsed = ahead?.lastUsed ?? null;
-    const left = lastUsed === null ? 0 : limit - lastUsed - counts.length;
+    // Places still left count as used already (they were), and as the token's own: whatever goes unused stays
+    // within half of what it had left.
+    const outstanding = ahead ? placesLeft(ahead.places, Date.now()) : 0;
+    const left = lastUsed === null ? 0 : limit - lastUsed - counts.length - outstanding;
     const extra = ahead ? Math.max(0, Math.min(MAX_AHEAD, Math.floor((ahead.previousCount + ahead.bucketCount) / 4), Math.floor(left / 2))) : 0;
+    if (counts.length + extra === 0) {
+      // A refill with nothing to take (the limit nearly reached): the requests take their places one by one.
+      this.coalesced.delete(pair);
+      return;
+    }
+    this.stats.counts++;
     command(address, key, windowSeconds, failedLimit, counts.length + extra).then(
       ([blocked, used, ttl]) => {
         const first = used - counts.length - extra + 1;
@@ -247,9 +275,14 @@ export class RateLimits {
         if (ahead) {
           ahead.lastUsed = blocked ? null : used;
           const now = Date.now();
-          if (!blocked && extra > 0 && ttl > 0)
-            Object.assign(ahead, { next: first + counts.length, last: used, until: now + Math.min(AHEAD_MS, ttl), windowEndsAt: now + ttl });
-          else Object.assign(ahead, { next: 1, last: 0, until: 0 });
+          if (!blocked && extra > 0 && ttl > 0) {
+            const taken: Places = { next: first + counts.length, last: used, until: now + Math.min(AHEAD_MS, ttl), windowEndsAt: now + ttl };
+            // Places still left go first; the new ones wait behind them.
+            if (placesLeft(ahead.places, now) > 0) ahead.queued = taken;
+            else Object.assign(ahead, { places: taken, queued: null });
+            // The next refill leaves when about as many places are left as requests arrive during a round trip.
+            ahead.refillBelow = Math.floor(extra / 2);
+          } else if (blocked || counts.length > 0) Object.assign(ahead, { places: NO_PLACES, queued: null });
         }
         // The counts that waited meanwhile take the places just taken ahead first; the rest go to Redis.
         const next: CountWaiting[] = [];
@@ -322,14 +355,25 @@ const BLOCKED_ADDRESS = 'refused credentials from this address';
 
 const ADDRESS_AND_COUNT = 'engageRateAddressAndCount';
 
-/** Places of one address and key's window taken in Redis ahead of its requests, and the pair's recent rate. */
-interface Ahead {
+/** Places of one address and key's window taken in Redis ahead of its requests. */
+interface Places {
   /** The next place a request takes, and the last one taken ahead (none left when next > last). */
   next: number;
   last: number;
   /** Until when (epoch ms) the places may be used: `AHEAD_MS` after they were taken, within the window. */
   until: number;
   windowEndsAt: number;
+}
+
+const NO_PLACES: Places = Object.freeze({ next: 1, last: 0, until: 0, windowEndsAt: 0 });
+
+/** The places of one address and key taken ahead of its requests, and the pair's recent rate. */
+interface Ahead {
+  /** The places requests take now, and those taken since, which they take next (a refill that came back early). */
+  places: Places;
+  queued: Places | null;
+  /** A request that leaves this many places or fewer sends the refill (half of the last one taken ahead). */
+  refillBelow: number;
   /** What Redis last said the window had used; null before it said (no places are taken ahead then). */
   lastUsed: number | null;
   /** Requests of the pair in the current `RATE_BUCKET_MS` and in the one before. */
@@ -340,7 +384,17 @@ interface Ahead {
 
 /** The next place taken ahead, as a count's answer (not blocked, used, ttl ms); null when none is left or they expired. */
 function placeAhead(ahead: Ahead, now: number): [number, number, number] | null {
-  return ahead.next <= ahead.last && now < ahead.until ? [0, ahead.next++, ahead.windowEndsAt - now] : null;
+  if (placesLeft(ahead.places, now) === 0 && ahead.queued) {
+    ahead.places = ahead.queued;
+    ahead.queued = null;
+  }
+  const places = ahead.places;
+  return placesLeft(places, now) > 0 ? [0, places.next++, places.windowEndsAt - now] : null;
+}
+
+/** How many places are left to take (none once they expired). */
+function placesLeft(places: Places, now: number): number {
+  return now < places.until ? Math.max(0, places.last - places.next + 1) : 0;
 }
 
 /** How long places taken ahead may be used, and how many may be taken at once. */
