@@ -10,7 +10,7 @@ import { projections } from '../projectors/index.ts';
 import { ProjectionRunner, sleep, type ProjectionStatus } from '../projectors/runtime/index.ts';
 import type { Service } from '../service.ts';
 import type { RunOperation } from './console-client.ts';
-import { CliError, printRecord, printTable, type WriteLine } from './output.ts';
+import { CliError, humanDuration, printRecord, printTable, type WriteLine } from './output.ts';
 
 /**
  * The logic of the analyst and operator commands (`engage streams`, `replay`, `projections`, `jobs`),
@@ -283,8 +283,9 @@ export async function projectionsStatus(ctx: CliContext, options: { json?: boole
   if (options.json) await write(ctx.out, ndjson(rows));
   else
     printTable(
-      rows as unknown as Record<string, unknown>[],
-      ['name', 'generation', 'status', 'checkpoint', 'eventsBehind', 'secondsBehind', 'parked', 'lastError'],
+      // How far behind in time, as a person reads it; the NDJSON keeps `secondsBehind`.
+      rows.map((row) => ({ ...row, behind: humanDuration(row.secondsBehind) })),
+      ['name', 'generation', 'status', 'checkpoint', 'eventsBehind', 'behind', 'parked', 'lastError'],
       lineTo(ctx.out),
     );
   return rows;

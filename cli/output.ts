@@ -33,5 +33,20 @@ function format(value: unknown): string {
   return JSON.stringify(value) ?? typeof value;
 }
 
+/**
+ * A duration for a person to read: `0`, `850 ms`, `12.3 s`, `4 min 12 s`, `3 h 5 min`, `335 d 10 h` (the two
+ * largest units; machine output keeps the seconds).
+ */
+export function humanDuration(seconds: number): string {
+  if (!Number.isFinite(seconds) || seconds <= 0) return '0';
+  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
+  if (seconds < 60) return `${seconds < 10 ? seconds.toFixed(1) : Math.floor(seconds)} s`;
+  const whole = Math.floor(seconds);
+  const [days, hours, minutes, secs] = [Math.floor(whole / 86_400), Math.floor(whole / 3600) % 24, Math.floor(whole / 60) % 60, whole % 60];
+  if (days > 0) return `${days} d ${hours} h`;
+  if (hours > 0) return `${hours} h ${minutes} min`;
+  return `${minutes} min ${secs} s`;
+}
+
 /** A refusal the CLI reports as `engage: <message>` with exit code 1. */
 export class CliError extends Error {}

@@ -111,6 +111,16 @@ describe('engage projections', () => {
     expect(rows.map((row) => row.name).sort()).toEqual(projections.map((p) => p.name).sort());
     expect(rows.every((row) => row.status === 'live' && row.eventsBehind === 0 && row.parked === 0)).toBe(true);
     expect(status.lines().map((line) => JSON.parse(line).name)).toEqual(rows.map((row) => row.name));
+    // The table says how far behind in time as a person reads it (the NDJSON keeps the seconds).
+    const table = cli();
+    await projectionsStatus(table.ctx);
+    expect(table.lines()[0]!.split(/\s+/)).toEqual(['name', 'generation', 'status', 'checkpoint', 'eventsBehind', 'behind', 'parked', 'lastError']);
+    expect(
+      table
+        .lines()
+        .slice(2)
+        .every((line) => /\s+live\s+\S+\s+0\s+0\s+0\s+-$/.test(line)),
+    ).toBe(true);
   });
 
   it('lists and skips parked events', async () => {
