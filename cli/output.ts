@@ -34,8 +34,8 @@ function format(value: unknown): string {
 }
 
 /**
- * A duration for a person to read: `0`, `850 ms`, `12.3 s`, `4 min 12 s`, `3 h 5 min`, `335 d 10 h` (the two
- * largest units; machine output keeps the seconds).
+ * A duration for a person to read: `0`, `850 ms`, `4.2 s`, `12 s`, `4 min 12 s`, `3 h 5 min`, `335 d 11 h` (the
+ * two largest units; machine output keeps the seconds).
  */
 export function humanDuration(seconds: number): string {
   if (!Number.isFinite(seconds) || seconds <= 0) return '0';
