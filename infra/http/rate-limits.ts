@@ -282,7 +282,10 @@ export class RateLimits {
             else Object.assign(ahead, { places: taken, queued: null });
             // The next refill leaves when about as many places are left as requests arrive during a round trip.
             ahead.refillBelow = Math.floor(extra / 2);
-          } else if (blocked || counts.length > 0) Object.assign(ahead, { places: NO_PLACES, queued: null });
+          } else if (blocked) {
+            // A refused address takes back every place ahead; a count that took none left the places as they were (spent).
+            Object.assign(ahead, { places: NO_PLACES, queued: null });
+          }
         }
         // The counts that waited meanwhile take the places just taken ahead first; the rest go to Redis.
         const next: CountWaiting[] = [];
