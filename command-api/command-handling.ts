@@ -5,6 +5,7 @@ import { inSpan } from '../infra/tracing.ts';
 import { AppendGuardError } from '../infra/event-store/append-guard.ts';
 import {
   WrongExpectedRevisionError,
+  type AppendGuard,
   type AppendResult,
   type EventMetadata,
   type EventStore,
@@ -176,12 +177,12 @@ function appendsOf(decided: Decided[], metadata: EventMetadata, eventId: EventId
 }
 
 /** One statement's worth for a single stream; several streams atomically. */
-async function appendAll(store: EventStore, appends: StreamAppend[]): Promise<AppendResult[]> {
+async function appendAll(store: EventStore, appends: StreamAppend[], guard: AppendGuard | undefined): Promise<AppendResult[]> {
   if (appends.length === 1) {
     const [only] = appends;
-    return [await store.append(only!.stream, only!.events, { expectedRevision: only!.expectedRevision ?? 'any' })];
+    return [await store.append(only!.stream, only!.events, { expectedRevision: only!.expectedRevision ?? 'any', guard })];
   }
-  return store.appendMultiple(appends);
+  return store.appendMultiple(appends, { guard });
 }
 
 /** After a successful append the cache holds each written stream's state with its new events. */
@@ -232,6 +233,8 @@ export type EventIdOf = (stream: string, event: DomainEvent, index: number) => s
 
 export interface CommandOptions {
   eventId?: EventIdOf;
+  /** The request's append guard (`Caller.appendGuard`): every append of the command carries it. */
+  guard?: AppendGuard | undefined;
 }
 
 const stampedNow = (metadata: EventMetadata): EventMetadata => ({ ...metadata, occurredAt: metadata.occurredAt ?? new Date().toISOString() });
@@ -277,7 +280,7 @@ export async function handleCommand(
     const appends = appendsOf(decided, stamped, options.eventId, idempotency && recordAppend(idempotency, response, stamped));
     if (appends.length === 0) return { events, results: [], position: null, response, replayed: false };
     try {
-      const results = await appendAll(store, appends);
+      const results = await appendAll(store, appends, options.guard);
       rememberAppended(states, decided, results);
       return { events, results, position: results[results.length - 1]!.position, response, replayed: false };
     } catch (error) {
@@ -316,7 +319,12 @@ export type BatchOutcome = { handled: Handled } | { error: unknown };
  * append failed on a concurrent write (after the used keys among them have been answered) are handled alone,
  * in order, each with `handleCommand`'s retries. Outcomes are in the commands' order.
  */
-export async function handleCommandBatch(store: EventStore, commands: BatchCommand[], metadata: EventMetadata): Promise<BatchOutcome[]> {
+export async function handleCommandBatch(
+  store: EventStore,
+  commands: BatchCommand[],
+  metadata: EventMetadata,
+  options: Pick<CommandOptions, 'guard'> = {},
+): Promise<BatchOutcome[]> {
   const states = streamStatesOf(store);
   const stamped = stampedNow(metadata);
   const outcomes: (BatchOutcome | undefined)[] = Array.from({ length: commands.length }, () => undefined);
@@ -368,6 +376,7 @@ export async function handleCommandBatch(store: EventStore, commands: BatchComma
       const results = await appendAll(
         store,
         accepted.flatMap((command) => command.appends),
+        options.guard,
       );
       let offset = 0;
       for (const command of accepted) {

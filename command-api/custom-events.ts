@@ -85,7 +85,7 @@ export function customEventCommands(ctx: ServiceContext, admin: ApiDescription):
     },
     async (req, res) => {
       const body = parse(logCustomEventBody, req.body);
-      respondHandled(res, await answerCheckedByAppend(res, () => logCustomEvent(ctx, callerOf(req, res), body, headerIdempotency(req, res))));
+      respondHandled(res, await answerCheckedByAppend(res, (guard) => logCustomEvent(ctx, callerOf(req, res, guard), body, headerIdempotency(req, res))));
     },
   );
 
@@ -117,7 +117,7 @@ export function customEventCommands(ctx: ServiceContext, admin: ApiDescription):
         throw badRequest([{ message: `body: must be an array of 1 to ${CUSTOM_EVENT_BATCH_MAX} custom events`, path: [] }]);
       }
       const { results, position } = await batchSlots.run(() =>
-        answerCheckedByAppend(res, () => logCustomEventBatch(ctx, callerOf(req, res), items.map(batchedEvent))),
+        answerCheckedByAppend(res, (guard) => logCustomEventBatch(ctx, callerOf(req, res, guard), items.map(batchedEvent))),
       );
       setEventPosition(res, position);
       res.status(200).json(results);

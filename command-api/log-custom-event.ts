@@ -154,7 +154,7 @@ export async function logCustomEvent(ctx: ServiceContext, caller: Caller, body: 
   for (let resolution = 1; ; resolution++) {
     const parts = await customEventParts(ctx, caller, body, resolution === 1);
     try {
-      return await handleCommand(ctx.store, parts, caller.metadata, respondLogged, keyed);
+      return await handleCommand(ctx.store, parts, caller.metadata, respondLogged, keyed, { guard: caller.appendGuard });
     } catch (error) {
       if (!(error instanceof UserCreatedMeanwhile)) throw error;
       if (resolution >= MAX_RESOLUTIONS) throw conflict('The user kept changing while this event was logged; retry');
@@ -200,7 +200,7 @@ export async function logCustomEventBatch(
       alone: () => logCustomEvent(ctx, caller, body),
     })),
   );
-  const outcomes = await handleCommandBatch(ctx.store, batch, caller.metadata);
+  const outcomes = await handleCommandBatch(ctx.store, batch, caller.metadata, { guard: caller.appendGuard });
   const byIndex = new Map<number, CustomEventBatchResult>();
   let position: Position | null = null;
   for (const [at, outcome] of outcomes.entries()) {

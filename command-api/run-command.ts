@@ -4,6 +4,7 @@ import { tenantOf } from '../infra/auth.ts';
 import { eventMetadata, setEventPosition } from '../api/routes.ts';
 import { fingerprintOf, handleCommand, idempotencyKeyOf, type CommandPart, type CommandResponse, type Handled, type Idempotency } from './command-handling.ts';
 import type { Caller, ServiceContext } from '../api/context.ts';
+import type { AppendGuard } from '../infra/event-store/port.ts';
 
 /**
  * A write route's whole tail: decide and append (idempotent under an `Idempotency-Key` header, or under
@@ -32,9 +33,9 @@ export async function runCommand(
 }
 
 /** Who asks, as the use cases take it. */
-export function callerOf(req: Request, res: Response): Caller {
+export function callerOf(req: Request, res: Response, appendGuard?: AppendGuard): Caller {
   const { organisationId, tokenId } = tenantOf(res);
-  return { organisationId, tokenId, metadata: eventMetadata(req, res) };
+  return { organisationId, tokenId, metadata: eventMetadata(req, res), ...(appendGuard ? { appendGuard } : {}) };
 }
 
 /** The request's `Idempotency-Key`, scoped to its route and fingerprinted by its body; undefined without one. */

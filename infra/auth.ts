@@ -4,7 +4,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { ApiFamily, RateLimitOverrides } from '../domain/organisation.ts';
 import type { OrganisationTables } from '../projectors/organisations.ts';
 import type { Database } from './database.ts';
-import { AppendGuardError, appendGuards, type AppendGuard } from './event-store/append-guard.ts';
+import { AppendGuardError, type AppendGuard } from './event-store/append-guard.ts';
 import { forbidden, serviceUnavailable, unauthorized } from './http/errors.ts';
 import { TENANCY_CHANNEL } from './tenancy-channel.ts';
 
@@ -240,9 +240,9 @@ export function requireApiToken(
       if (cached && refusalOf(cached.row, hostname, family) === null) {
         const check = new TokenCheck(tokens, secretHash, hostname, family, cached.heard);
         res.locals.tenant = tenantFrom(cached.row);
+        // The route's appends carry the check as their guard (`answerCheckedByAppend`, append-guard.ts).
         res.locals[TOKEN_CHECK] = check;
-        // The rest of the request sees the check as its appends' guard (infra/event-store/append-guard.ts).
-        appendGuards.run(check, next);
+        next();
         return;
       }
     }
@@ -332,20 +332,20 @@ export class TokenCheck implements AppendGuard {
 }
 
 /**
- * A route `checkedByAppend` runs its work through this: an append refused by the token check proves the token
- * the ordinary way (a 401 when it is no longer valid) and the work runs once more; an answer no append proved
- * waits for `check()`. Its errors reach `proveTokenBeforeErrors` likewise.
+ * A route `checkedByAppend` runs its work through this, and gives every append of it the guard `work` is
+ * given (`Caller.appendGuard`): an append refused by the token check proves the token the ordinary way (a
+ * 401 when it is no longer valid) and the work runs once more; an answer no append proved waits for `check()`. Its errors reach `proveTokenBeforeErrors` likewise.
  */
-export async function answerCheckedByAppend<T>(res: Response, work: () => Promise<T>): Promise<T> {
+export async function answerCheckedByAppend<T>(res: Response, work: (guard: AppendGuard | undefined) => Promise<T>): Promise<T> {
   const check = res.locals[TOKEN_CHECK] as TokenCheck | undefined;
-  if (!check) return work();
+  if (!check) return work(undefined);
   let result: T;
   try {
-    result = await work();
+    result = await work(check);
   } catch (error) {
     if (!(error instanceof AppendGuardError)) throw error;
     await check.check();
-    result = await work();
+    result = await work(check);
   }
   await check.check();
   return result;

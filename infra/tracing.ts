@@ -227,7 +227,7 @@ export function tracedAppends<Store extends EventStore>(store: Store): Store {
           return (stream: string, events: NewEvent[], options?: object) =>
             traced([{ stream, events }], ([stamped]) => method.call(target, stream, stamped!.events, options));
         case 'appendMultiple':
-          return (appends: StreamAppend[]) => traced(appends, (stamped) => method.call(target, stamped));
+          return (appends: StreamAppend[], ...rest: unknown[]) => traced(appends, (stamped) => method.call(target, stamped, ...rest));
         case 'appendInTransaction':
           return (trx: unknown, appends: StreamAppend[], ...rest: unknown[]) => traced(appends, (stamped) => method.call(target, trx, stamped, ...rest));
         default:

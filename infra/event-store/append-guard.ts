@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { sql, type Migration, type RawBuilder } from 'kysely';
 
 /**
@@ -8,8 +7,9 @@ import { sql, type Migration, type RawBuilder } from 'kysely';
  * still exact (infra/auth.ts) lets its first append prove it instead, in the same round trip, and atomically
  * with the write.
  *
- * A guard is set for the rest of a request (`appendGuards.run`). Appends that cannot carry it (a store that
- * is not PostgreSQL, an append in a transaction of the caller's own) `check()` it first instead.
+ * A request's appends are given its guard (`AppendOptions.guard`) until one of them, or a check, proved it.
+ * Appends that cannot carry it (a store that is not PostgreSQL, an append in a transaction of the caller's
+ * own) `check()` it first instead.
  */
 export interface AppendGuard {
   /** Two guards with the same key test the same condition: a batch of appends checks it once. */
@@ -24,11 +24,8 @@ export interface AppendGuard {
   check(): Promise<void>;
 }
 
-export const appendGuards = new AsyncLocalStorage<AppendGuard>();
-
-/** The guard an append made now must carry: the request's, until one of its appends or a check proved it. */
-export function pendingAppendGuard(): AppendGuard | undefined {
-  const guard = appendGuards.getStore();
+/** The guard an append must carry: the one it was given, until one of the request's appends or a check proved it. */
+export function pendingAppendGuard(guard: AppendGuard | undefined): AppendGuard | undefined {
   return guard && !guard.held ? guard : undefined;
 }
 

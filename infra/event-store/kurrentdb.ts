@@ -23,6 +23,7 @@ import {
   categoryOf,
   formatPosition,
   parsePosition,
+  type AppendOptions,
   type AppendResult,
   type EventFilter,
   type EventMetadata,
@@ -67,14 +68,14 @@ export class KurrentDbEventStore implements EventStore {
     return new KurrentDbEventStore(KurrentDBClient.connectionString(connectionString));
   }
 
-  async append(stream: string, events: NewEvent[], options: { expectedRevision?: ExpectedRevision } = {}) {
-    const [result] = await this.appendMultiple([{ stream, events, expectedRevision: options.expectedRevision }]);
+  async append(stream: string, events: NewEvent[], options: { expectedRevision?: ExpectedRevision } & AppendOptions = {}) {
+    const [result] = await this.appendMultiple([{ stream, events, expectedRevision: options.expectedRevision }], options);
     return result!;
   }
 
-  async appendMultiple(unprepared: StreamAppend[]): Promise<AppendResult[]> {
+  async appendMultiple(unprepared: StreamAppend[], options: AppendOptions = {}): Promise<AppendResult[]> {
     // This store cannot check a request's append guard in the write: it is proven first (append-guard.ts).
-    await pendingAppendGuard()?.check();
+    await pendingAppendGuard(options.guard)?.check();
     const appends = withEventIds(unprepared);
     const known = await this.alreadyAppended(appends);
     if (known) return known;

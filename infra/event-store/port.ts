@@ -2,6 +2,9 @@
  * The event store port. Adapters: PostgreSQL and KurrentDB. Every adapter passes
  * test/event-store.contract.ts.
  */
+import type { AppendGuard } from './append-guard.ts';
+
+export type { AppendGuard } from './append-guard.ts';
 
 /**
  * A totally ordered checkpoint in the global log, opaque to callers: 32 lowercase hex characters, so that
@@ -41,6 +44,17 @@ export interface LoggedEvent<Type extends string = string, Data = unknown> {
 
 export interface RecordedEvent<Type extends string = string, Data = unknown> extends LoggedEvent<Type, Data> {
   metadata: EventMetadata;
+}
+
+/**
+ * `guard`: a condition the append must hold to (append-guard.ts): a request's token taken from the cache
+ * without the read that proves the cache exact. The PostgreSQL store checks it in the append's statement; a
+ * store that cannot proves it first. Passed with each append, not found in the request's async context: an
+ * `AsyncLocalStorage` turns on Node's promise hooks for every promise of the process (4% of the command
+ * API's main thread at 16 connections).
+ */
+export interface AppendOptions {
+  guard?: AppendGuard | undefined;
 }
 
 export interface StreamAppend {
@@ -117,9 +131,9 @@ export interface Subscription extends AsyncIterable<SubscriptionBatch> {
 }
 
 export interface EventStore {
-  append(stream: string, events: NewEvent[], options?: { expectedRevision?: ExpectedRevision }): Promise<AppendResult>;
+  append(stream: string, events: NewEvent[], options?: { expectedRevision?: ExpectedRevision } & AppendOptions): Promise<AppendResult>;
   /** Appends to several streams atomically: all or none. */
-  appendMultiple(appends: StreamAppend[]): Promise<AppendResult[]>;
+  appendMultiple(appends: StreamAppend[], options?: AppendOptions): Promise<AppendResult[]>;
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<ReadAllPage>;
   subscribe(options?: SubscribeOptions): Subscription;

@@ -9,6 +9,7 @@ import {
   WrongExpectedRevisionError,
   formatPosition,
   parsePosition,
+  type AppendOptions,
   type AppendResult,
   type EventMetadata,
   type EventFilter,
@@ -214,8 +215,8 @@ export class PostgresEventStore implements EventStore {
     return this.database.db;
   }
 
-  async append(stream: string, events: NewEvent[], options: { expectedRevision?: ExpectedRevision } = {}) {
-    const [result] = await this.appendMultiple([{ stream, events, expectedRevision: options.expectedRevision }]);
+  async append(stream: string, events: NewEvent[], options: { expectedRevision?: ExpectedRevision } & AppendOptions = {}) {
+    const [result] = await this.appendMultiple([{ stream, events, expectedRevision: options.expectedRevision }], options);
     return result!;
   }
 
@@ -227,10 +228,10 @@ export class PostgresEventStore implements EventStore {
    * The request's append guard (append-guard.ts), while it is not proven, goes with the statement: it commits
    * only if the guard holds, and then the guard is proven. The transaction path checks it first instead.
    */
-  async appendMultiple(appends: StreamAppend[]): Promise<AppendResult[]> {
+  async appendMultiple(appends: StreamAppend[], options: AppendOptions = {}): Promise<AppendResult[]> {
     if (appends.length === 0) return [];
     const prepared = withEventIds(appends);
-    const guard = pendingAppendGuard();
+    const guard = pendingAppendGuard(options.guard);
     if (prepared.some((append) => append.events.length === 0)) {
       await guard?.check();
       return this.appendInOwnTransaction(prepared);
@@ -268,8 +269,12 @@ export class PostgresEventStore implements EventStore {
    * Appends inside a transaction the caller owns (read models written atomically with events, tests that
    * hold a transaction open). The caller commits; subscribers wake on the NOTIFY sent at commit.
    */
-  async appendInTransaction(trx: Kysely<any>, unprepared: StreamAppend[], options: { notify?: boolean; announced?: boolean } = {}): Promise<AppendResult[]> {
-    await pendingAppendGuard()?.check();
+  async appendInTransaction(
+    trx: Kysely<any>,
+    unprepared: StreamAppend[],
+    options: { notify?: boolean; announced?: boolean } & AppendOptions = {},
+  ): Promise<AppendResult[]> {
+    await pendingAppendGuard(options.guard)?.check();
     // `announced`: the caller's transaction took `announcement` in its first statement.
     if (!options.announced) await this.announceAppender(trx);
     const appends = withEventIds(unprepared);
