@@ -14,7 +14,15 @@ import { customEventLinkCommands, customEventLinkRedemption } from './command-ap
 import { variableConfigCommands } from './command-api/variable-configs.ts';
 import { ApiTokens, proveTokenBeforeErrors, requireApiToken } from './infra/auth.ts';
 import type { Config } from './infra/config.ts';
-import { inBackground, openPostgres, waitForPostgres, withTableTypes, type Database } from './infra/database.ts';
+import {
+  holdBackgroundWork,
+  inBackground,
+  openPostgres,
+  startedWithoutBackgroundWork,
+  waitForPostgres,
+  withTableTypes,
+  type Database,
+} from './infra/database.ts';
 import { openEmbeddedPostgres, type EmbeddedPostgres } from './infra/embedded-postgres.ts';
 import type { EventStore } from './infra/event-store/port.ts';
 import { PostgresEventStore, eventStoreMigrations } from './infra/event-store/postgres.ts';
@@ -111,6 +119,7 @@ export async function openService(config: Config, logger: Logger, options: Servi
   });
   let redis: Redis | null = null;
   let redisProbe: Redis | null = null;
+  const releaseBackgroundWork = (options.projectors ?? true) || (options.jobs ?? true) ? holdBackgroundWork() : () => undefined;
   try {
     // Without waitForStores, one attempt: the wait gives up on the first failure that is not "unreachable".
     redis = config.redisUrl
@@ -149,6 +158,7 @@ export async function openService(config: Config, logger: Logger, options: Servi
       : inProcessJobRunner(database.db, jobHandlers(ctx, options.outside), logger, jobOptions);
     // Jobs run in the background: their loops and timers, started here, keep the background limits.
     if (options.jobs ?? true) await inBackground(() => jobs.start());
+    startedWithoutBackgroundWork();
     const rateLimits =
       options.http === 'ops'
         ? null
@@ -169,9 +179,11 @@ export async function openService(config: Config, logger: Logger, options: Servi
         redis?.disconnect();
         rateLimits?.close();
         await embedded?.release();
+        releaseBackgroundWork();
       },
     };
   } catch (error) {
+    releaseBackgroundWork();
     redisProbe?.disconnect();
     redis?.disconnect();
     await database.close();

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
-import { inBackground, openPostgres, SHORT_STATEMENT } from '../infra/database.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { holdBackgroundWork, inBackground, openPostgres, SHORT_STATEMENT, startedWithoutBackgroundWork } from '../infra/database.ts';
 import { knownErrorAnswer } from '../infra/http/errors.ts';
 import { freshDatabase } from './support/databases.ts';
 
@@ -95,6 +96,39 @@ describe("a pool session's limits follow the kind of work that checks it out", (
       await expect(sql`select pg_sleep(2)`.execute(database.db)).rejects.toThrow(/statement timeout/);
       await expect(inBackground(() => sql`select pg_sleep(2)`.execute(database.db))).resolves.toBeDefined();
     } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('a process whose services run no background work once started (the API roles)', () => {
+  it('stops following the kind of work only while no service holds background work, and follows it again when asked', async () => {
+    const database = await oneSessionPool();
+    const release = holdBackgroundWork();
+    try {
+      // A service with projections or jobs runs: another one starting without any changes nothing for it,
+      // its background work keeps its limits across its awaits.
+      const projections = inBackground(async () => {
+        await sleep(20);
+        const first = await limits(database.db);
+        await sleep(20);
+        return [first, await limits(database.db)];
+      });
+      await sleep(5);
+      startedWithoutBackgroundWork();
+      expect(await projections).toEqual([background, background]);
+      expect(await limits(database.db)).toEqual(request);
+      // None holds any more: the kind is no longer followed, and work asked for in the background later still
+      // gets the background limits.
+      release();
+      startedWithoutBackgroundWork();
+      expect(await limits(database.db)).toEqual(request);
+      expect(await inBackground(() => limits(database.db))).toEqual(background);
+      expect(await inBackground(() => database.db.transaction().execute((trx) => limits(trx)))).toEqual(background);
+      await expect(inBackground(() => sql`select pg_sleep(2)`.execute(database.db))).resolves.toBeDefined();
+      expect(await limits(database.db)).toEqual(request);
+    } finally {
+      release();
       await database.close();
     }
   });
