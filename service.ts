@@ -158,6 +158,7 @@ export async function openService(config: Config, logger: Logger, options: Servi
       : inProcessJobRunner(database.db, jobHandlers(ctx, options.outside), logger, jobOptions);
     // Jobs run in the background: their loops and timers, started here, keep the background limits.
     if (options.jobs ?? true) await inBackground(() => jobs.start());
+    // The API roles: nothing of theirs runs in the background from here on.
     startedWithoutBackgroundWork();
     const rateLimits =
       options.http === 'ops'

@@ -334,7 +334,8 @@ export class TokenCheck implements AppendGuard {
 /**
  * A route `checkedByAppend` runs its work through this, and gives every append of it the guard `work` is
  * given (`Caller.appendGuard`): an append refused by the token check proves the token the ordinary way (a
- * 401 when it is no longer valid) and the work runs once more; an answer no append proved waits for `check()`. Its errors reach `proveTokenBeforeErrors` likewise.
+ * 401 when it is no longer valid) and the work runs once more; an answer no append proved waits for
+ * `check()`. Its errors reach `proveTokenBeforeErrors` likewise.
  */
 export async function answerCheckedByAppend<T>(res: Response, work: (guard: AppendGuard | undefined) => Promise<T>): Promise<T> {
   const check = res.locals[TOKEN_CHECK] as TokenCheck | undefined;

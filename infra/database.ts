@@ -98,7 +98,7 @@ export function inBackground<T>(work: () => T): T {
   return workKind.run('background', work);
 }
 
-/** Services of this process that run background work (projections, jobs): see `backgroundWorkHeld`. */
+/** Services of this process that run background work (projections, jobs): see `startedWithoutBackgroundWork`. */
 let backgroundServices = 0;
 
 /** A service that runs background work says so until it closes (the function returned). */
@@ -113,13 +113,15 @@ export function holdBackgroundWork(): () => void {
 }
 
 /**
- * Called once a service has started: when no service of the process runs background work (the API roles),
- * the work kind is no longer followed (`inBackground` follows it again if asked). Once used, an
+ * Called once a service has started: when no service of the process runs background work (the API roles)
+ * and the start itself is not background work's (a command's own service), the work kind is no longer
+ * followed (`inBackground` follows it again if asked). Once used, an
  * AsyncLocalStorage keeps Node's promise hooks on for every promise of the process, and the start's
- * migrations were its only use there: the command API spent 12-20% more CPU a request with them on.
+ * migrations were its only use there: with them on (and the append guard in a store of its own), the
+ * command API spent 8-20% more CPU a request (bench/README.md, 2026-12-06 from 20:53).
  */
 export function startedWithoutBackgroundWork(): void {
-  if (backgroundServices === 0) workKind.disable();
+  if (backgroundServices === 0 && workKind.getStore() === undefined) workKind.disable();
 }
 
 interface SessionLimits {

@@ -121,6 +121,13 @@ describe('a process whose services run no background work once started (the API 
       // None holds any more: the kind is no longer followed, and work asked for in the background later still
       // gets the background limits.
       release();
+      // Started from background work itself (a command's own service): that work keeps its limits.
+      const command = inBackground(async () => {
+        startedWithoutBackgroundWork();
+        await sleep(5);
+        return limits(database.db);
+      });
+      expect(await command).toEqual(background);
       startedWithoutBackgroundWork();
       expect(await limits(database.db)).toEqual(request);
       expect(await inBackground(() => limits(database.db))).toEqual(background);

@@ -50,8 +50,8 @@ export interface RecordedEvent<Type extends string = string, Data = unknown> ext
  * `guard`: a condition the append must hold to (append-guard.ts): a request's token taken from the cache
  * without the read that proves the cache exact. The PostgreSQL store checks it in the append's statement; a
  * store that cannot proves it first. Passed with each append, not found in the request's async context: an
- * `AsyncLocalStorage` turns on Node's promise hooks for every promise of the process (4% of the command
- * API's main thread at 16 connections).
+ * `AsyncLocalStorage` turns on Node's promise hooks for every promise of the process (infra/database.ts
+ * `startedWithoutBackgroundWork`).
  */
 export interface AppendOptions {
   guard?: AppendGuard | undefined;
