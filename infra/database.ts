@@ -236,19 +236,29 @@ class GuardedPool implements PostgresPool {
     private readonly timeouts: DatabaseTimeouts,
     private readonly count: (text: string) => void,
     private readonly names: StatementNames,
-  ) {}
+  ) {
+    // Watched from its creation: pg-pool hands a new session out in the socket callback that read its
+    // ReadyForQuery, and a FATAL read in the same chunk (the server terminating it right away) was emitted
+    // before `connect` below could listen (an unhandled error in projector-isolation's terminated backends).
+    pool.on('connect', (client) => this.watch(client));
+  }
+
+  /**
+   * The pool listens for errors of idle sessions only. One the server ends while it is checked out and between
+   * statements (idle in transaction past its limit, terminated) emits 'error' with nobody to hear it, which
+   * would end the process: the session is marked, and its work fails on its next statement.
+   */
+  private watch(client: pg.PoolClient): void {
+    if (this.watched.has(client)) return;
+    this.watched.add(client);
+    client.on('error', (error) => this.failed.set(client, error));
+  }
 
   async connect(): Promise<GuardedSession> {
     const kind = workKind.getStore() ?? 'request';
     const limits = limitsOf(this.timeouts, kind);
     const client = await this.pool.connect();
-    if (!this.watched.has(client)) {
-      // The pool listens for errors of idle sessions only. One the server ends while it is checked out and
-      // between statements (idle in transaction past its limit, terminated) emits 'error' with nobody to hear
-      // it, which would end the process: the session is marked, and its work fails on its next statement.
-      this.watched.add(client);
-      client.on('error', (error) => this.failed.set(client, error));
-    }
+    this.watch(client);
     // A session of the other kind gets this kind's limits with its first statement (`GuardedSession.query`).
     const switchTo = (this.sessionKinds.get(client) ?? 'request') !== kind ? { kind, limits, switched: this.sessionKinds } : null;
     return new GuardedSession(client, limits.statementMs + ANSWER_MARGIN_MS, this.failed, this.count, switchTo, this.names);
