@@ -35,7 +35,7 @@ export async function runCommand(
 /** Who asks, as the use cases take it. */
 export function callerOf(req: Request, res: Response, appendGuard?: AppendGuard): Caller {
   const { organisationId, tokenId } = tenantOf(res);
-  return { organisationId, tokenId, metadata: eventMetadata(req, res), ...(appendGuard ? { appendGuard } : {}) };
+  return { organisationId, tokenId, metadata: eventMetadata(req, res), appendGuard };
 }
 
 /** The request's `Idempotency-Key`, scoped to its route and fingerprinted by its body; undefined without one. */

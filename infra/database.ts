@@ -115,10 +115,10 @@ export function holdBackgroundWork(): () => void {
 /**
  * Called once a service has started: when no service of the process runs background work (the API roles)
  * and the start itself is not background work's (a command's own service), the work kind is no longer
- * followed (`inBackground` follows it again if asked). Once used, an
- * AsyncLocalStorage keeps Node's promise hooks on for every promise of the process, and the start's
- * migrations were its only use there: with them on (and the append guard in a store of its own), the
- * command API spent 8-20% more CPU a request (bench/README.md, 2026-12-06 from 20:53).
+ * followed (`inBackground` follows it again if asked). Once used, an AsyncLocalStorage keeps Node's promise
+ * hooks on for every promise of the process, and the start's migrations were its only use there: with them
+ * on (and the append guard in a store of its own), the command API spent 8-20% more CPU a request
+ * (bench/README.md, 2026-12-06 from 20:53).
  */
 export function startedWithoutBackgroundWork(): void {
   if (backgroundServices === 0 && workKind.getStore() === undefined) workKind.disable();
