@@ -33,6 +33,25 @@ export function isStale() {
   return false;
 }
 
+/**
+ * Dependencies stay in node_modules, but those bundled here: pure ES modules of many small files, which Node's
+ * module loader finds, reads and compiles one by one at every start (a CLI command loaded 1,150 files of
+ * node_modules, 288 of them Kysely's, 99 Zod's, 63 jose's: 1.65 s for `engage projections status`, most of it
+ * the loader). Packages other processes patch or share (pg, express and ioredis under OpenTelemetry, the
+ * OpenTelemetry API's single registry) stay outside, as do those with native parts or CommonJS `require`s.
+ */
+const BUNDLED = new Set(['kysely', 'zod', 'jose']);
+
+const dependenciesOutside = {
+  name: 'dependencies-outside',
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, (args) => {
+      const name = args.path.startsWith('@') ? args.path.split('/').slice(0, 2).join('/') : args.path.split('/')[0];
+      return BUNDLED.has(name) ? undefined : { path: args.path, external: true };
+    });
+  },
+};
+
 export async function build() {
   const { build: esbuild } = await import('esbuild');
   const startedAt = new Date();
@@ -45,7 +64,7 @@ export async function build() {
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    packages: 'external',
+    plugins: [dependenciesOutside],
     sourcemap: 'linked',
     chunkNames: 'chunks/[name]-[hash]',
     metafile: true,
