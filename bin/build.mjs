@@ -10,8 +10,9 @@ export const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = join(root, 'dist');
 const manifestFile = join(dist, 'build.json');
 const ENTRIES = { main: 'main.ts', 'cli/engage': 'cli/engage.ts' };
-// Besides the sources the bundles were made of: what decides how they are made.
-const SETTINGS = ['bin/build.mjs', 'tsconfig.json'];
+// Besides the sources the bundles were made of: what decides how they are made, and the versions of the
+// dependencies bundled with them (`BUNDLED`).
+const SETTINGS = ['bin/build.mjs', 'tsconfig.json', 'package-lock.json'];
 
 /** True when dist/ is missing, or a file it was built from changed (or went) since. */
 export function isStale() {
