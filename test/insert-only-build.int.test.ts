@@ -78,6 +78,13 @@ describe('a rebuild keeps the tables a read model only inserts into logged', () 
 
   it('writes them through the WAL, starts the whole build again when a crash wiped the others, and swaps in every row once', async () => {
     const db = test.database.db;
+    // The live generation at the head first: a build whose first batch reached the live one's checkpoint would
+    // be ready to swap in at once, before the stop below.
+    const live = new ProjectionRunner(test.database, store, [journalProjection], silent, { scanIntervalMs: 100, leaseMs: 1500 });
+    await live.start();
+    const head = (await store.head())!.position;
+    await waitUntil(async () => (await liveGeneration(db, 'journal'))?.checkpoint === head, 20_000, 'the live generation to reach the head');
+    await live.stop();
     const building = await startRebuild(db, journalProjection);
     const schema = `rm_journal_g${building.generation}`;
     const persistence = async () =>
