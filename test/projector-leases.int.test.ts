@@ -22,7 +22,8 @@ describe('projection leases on PostgreSQL', () => {
       return Promise.resolve();
     });
     const stopped = new AbortController();
-    // As a runner starts its workers: each wants its lease and waits for it before the next one is started.
+    // As a runner starts its workers: one after the other, each wants its lease and starts waiting for it while
+    // the first one's renewal is still running.
     const names = ['first', 'second', 'third'];
     const waits = names.map((name) => {
       keeper.want(name, 1);
