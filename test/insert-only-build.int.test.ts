@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../domain/decider.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { defineProjection } from '../projectors/projection.ts';
-import { ProjectionRunner, generationRow, liveGeneration, prepareProjections, startRebuild } from '../projectors/runtime/index.ts';
+import { ProjectionRunner, generationRow, liveGeneration, prepareProjections, startRebuild, waitForProjections } from '../projectors/runtime/index.ts';
 import { migrate } from '../service.ts';
 import { freshDatabase, type TestDatabase } from './support/databases.ts';
 import { waitUntil } from './support/projections.ts';
@@ -82,8 +82,7 @@ describe('a rebuild keeps the tables a read model only inserts into logged', () 
     // be ready to swap in at once, before the stop below.
     const live = new ProjectionRunner(test.database, store, [journalProjection], silent, { scanIntervalMs: 100, leaseMs: 1500 });
     await live.start();
-    const head = (await store.head())!.position;
-    await waitUntil(async () => (await liveGeneration(db, 'journal'))?.checkpoint === head, 20_000, 'the live generation to reach the head');
+    expect(await waitForProjections(db, ['journal'], (await store.head())!.position, 20_000)).toBe(true);
     await live.stop();
     const building = await startRebuild(db, journalProjection);
     const schema = `rm_journal_g${building.generation}`;
