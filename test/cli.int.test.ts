@@ -226,6 +226,17 @@ describe('engage projections', () => {
       status.every((row) => row.status === 'live' && row.generation === (result.started.find((s) => s.name === row.name)?.generation ?? row.generation)),
     ).toBe(true);
   });
+  it('asks once for a read model named twice, and builds one generation of it', async () => {
+    const db = t.service.database.db;
+    const live = (await liveGeneration(db, 'communities'))!.generation;
+    const twice = cli({ drive: driveIn(t.service) });
+    const result = await projectionsRebuild(twice.ctx, { names: ['communities', 'communities'], json: true, pollMs: 50 });
+    expect(result.complete).toBe(true);
+    expect(result.started).toEqual([{ name: 'communities', generation: live + 1, resumed: false, checkpoint: null }]);
+    expect((await liveGeneration(db, 'communities'))!.generation).toBe(live + 1);
+    const generations = await db.selectFrom('projection_generations').select(['generation', 'status']).where('name', '=', 'communities').execute();
+    expect(generations.filter((row) => row.status !== 'retired')).toEqual([{ generation: live + 1, status: 'live' }]);
+  });
 });
 
 describe('engage jobs', () => {
