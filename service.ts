@@ -30,7 +30,7 @@ import { ApiDescription, DOCUMENT_PATHS } from './api/api-description.ts';
 import { errorHandler, unknownRoute } from './infra/http/errors.ts';
 import { createHttpApp } from './infra/http/plumbing.ts';
 import { dispatchByFirstSegment, onlyForPaths } from './infra/http/route-dispatch.ts';
-import { RateLimits } from './infra/http/rate-limits.ts';
+import type { RateLimits } from './infra/http/rate-limits.ts';
 import type { Logger } from './infra/logging.ts';
 import { projections } from './projectors/index.ts';
 import { ProjectionRunner, prepareProjections, projectionRuntimeMigrations, type RuntimeOptions } from './projectors/runtime/index.ts';
@@ -58,7 +58,6 @@ import { eventQueries } from './query-api/events.ts';
 import { achievementQueries } from './query-api/achievements.ts';
 import { webhookCommands } from './command-api/webhooks.ts';
 import { webhookQueries } from './query-api/webhooks.ts';
-import { openRedis, openRedisProbe } from './infra/redis.ts';
 import { bullmqJobRunner, inProcessJobRunner, jobMigrations, type JobRunner, type JobRunnerOptions } from './infra/jobs.ts';
 import { jobHandlers, type OutsideWorld } from './command-api/jobs.ts';
 import type { Redis } from 'ioredis';
@@ -70,8 +69,8 @@ import { STANDINGS_PROJECTION } from './projectors/leaderboard-standings.ts';
 import { waitForProjections } from './projectors/runtime/index.ts';
 import { ENGINE_PROCESS, readEntriesForDraw } from './process-managers/engagement-engine/index.ts';
 
-export interface Service extends CommandContext {
-  app: Express;
+/** What a process of the service holds, whether or not it serves HTTP. */
+export interface ServiceCore extends CommandContext {
   runner: ProjectionRunner;
   jobs: JobRunner;
   /** The PostgreSQL server this process started or joined in embedded mode (no DATABASE_URL); null in server mode. */
@@ -79,6 +78,10 @@ export interface Service extends CommandContext {
   /** This instance's Prometheus registry and metrics (served at `/metrics`). */
   metrics: Metrics;
   close(): Promise<void>;
+}
+
+export interface Service extends ServiceCore {
+  app: Express;
 }
 
 export interface ServiceOptions {
@@ -92,8 +95,12 @@ export interface ServiceOptions {
   outside?: OutsideWorld;
   /** The time every command, decision and job uses (tests move their own). */
   clock?: Clock;
-  /** `api` (default): the whole HTTP API; `ops`: only /healthz, /readyz and /metrics (projector and worker roles). */
-  http?: 'api' | 'ops';
+  /**
+   * `api` (default): the whole HTTP API; `ops`: only /healthz, /readyz and /metrics (projector and worker roles);
+   * `none`: no HTTP app and no rate limiter (the CLI), and no Redis either unless its jobs run here: an operator's
+   * command reads PostgreSQL only, so it works while Redis is down, and loads neither ioredis nor the limiter.
+   */
+  http?: 'api' | 'ops' | 'none';
   /**
    * Wait for PostgreSQL and Redis to answer, with backoff and a log line per attempt, instead of failing
    * at once (the server process does; the CLI and tests would rather fail).
@@ -101,8 +108,10 @@ export interface ServiceOptions {
   waitForStores?: boolean;
 }
 
-/** Opens the stores, applies migrations, prepares the read models and composes the HTTP app. */
-export async function openService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<Service> {
+/** Opens the stores, applies migrations, prepares the read models and composes the HTTP app (unless `http: 'none'`). */
+export async function openService(config: Config, logger: Logger, options: ServiceOptions & { http: 'none' }): Promise<ServiceCore>;
+export async function openService(config: Config, logger: Logger, options?: ServiceOptions & { http?: 'api' | 'ops' }): Promise<Service>;
+export async function openService(config: Config, logger: Logger, options: ServiceOptions = {}): Promise<ServiceCore | Service> {
   if (config.databaseUrl && options.waitForStores) await waitForPostgres(config.databaseUrl, logger, config.databaseTimeouts.connectMs);
   // Embedded mode: a PostgreSQL server of DATA_DIR's own, started here or joined, reached through its Unix
   // socket (over TCP when it has none this process can use); from then on the same pool as in server mode.
@@ -121,11 +130,13 @@ export async function openService(config: Config, logger: Logger, options: Servi
   let redisProbe: Redis | null = null;
   const releaseBackgroundWork = (options.projectors ?? true) || (options.jobs ?? true) ? holdBackgroundWork() : () => undefined;
   try {
-    // Without waitForStores, one attempt: the wait gives up on the first failure that is not "unreachable".
-    redis = config.redisUrl
-      ? await openRedis(config.redisUrl, logger, { connectMs: config.redisConnectTimeoutMs, wait: options.waitForStores ?? false })
-      : null;
-    redisProbe = redis && openRedisProbe(redis, config.readyCheckTimeoutMs);
+    // Without waitForStores, one attempt: the wait gives up on the first failure that is not "unreachable". The
+    // client (ioredis) is loaded only by a process that uses Redis: its queue's jobs, its rate limits.
+    if (config.redisUrl && ((options.jobs ?? true) || options.http !== 'none')) {
+      const { openRedis, openRedisProbe } = await import('./infra/redis.ts');
+      redis = await openRedis(config.redisUrl, logger, { connectMs: config.redisConnectTimeoutMs, wait: options.waitForStores ?? false });
+      redisProbe = openRedisProbe(redis, config.readyCheckTimeoutMs);
+    }
     const metrics = createMetrics();
     database.observeStatements((purpose) => metrics.databaseStatements.inc({ purpose }));
     // Migrations and new generations may build indexes over large tables: background limits.
@@ -160,17 +171,13 @@ export async function openService(config: Config, logger: Logger, options: Servi
     if (options.jobs ?? true) await inBackground(() => jobs.start());
     // The API roles: nothing of theirs runs in the background from here on.
     startedWithoutBackgroundWork();
-    const rateLimits =
-      options.http === 'ops'
-        ? null
-        : await RateLimits.open({ redisUrl: config.redisUrl, keyPrefix: `engage-rate-${databaseName(config)}`, defaults: config.rateLimits, logger });
-    return {
+    const rateLimits = (options.http ?? 'api') === 'api' ? await openRateLimits(config, logger) : null;
+    const core: ServiceCore = {
       ...ctx,
       runner,
       jobs,
       embedded,
       metrics,
-      app: rateLimits ? composeApp(ctx, redisProbe, metrics, rateLimits) : operationsApp(ctx, redisProbe, metrics),
       async close() {
         await jobs.stop();
         await runner.stop();
@@ -183,6 +190,8 @@ export async function openService(config: Config, logger: Logger, options: Servi
         releaseBackgroundWork();
       },
     };
+    if (options.http === 'none') return core;
+    return { ...core, app: rateLimits ? composeApp(ctx, redisProbe, metrics, rateLimits) : operationsApp(ctx, redisProbe, metrics) };
   } catch (error) {
     releaseBackgroundWork();
     redisProbe?.disconnect();
@@ -191,6 +200,12 @@ export async function openService(config: Config, logger: Logger, options: Servi
     await embedded?.release();
     throw error;
   }
+}
+
+/** The API's rate limiter (rate-limiter-flexible, on Redis when there is one): loaded by the API roles alone. */
+async function openRateLimits(config: Config, logger: Logger): Promise<RateLimits> {
+  const { RateLimits } = await import('./infra/http/rate-limits.ts');
+  return RateLimits.open({ redisUrl: config.redisUrl, keyPrefix: `engage-rate-${databaseName(config)}`, defaults: config.rateLimits, logger });
 }
 
 /** Names the job queue after the database, so services on different databases can share one Redis. */

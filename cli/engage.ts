@@ -181,7 +181,7 @@ program
   .option('--json', 'print as JSON')
   .action((options: { json?: boolean }) => operate((ctx, ops) => ops.jobsStatus(ctx, options)));
 
-async function run<T = any>(work: (call: RunOperation, service: import('../service.ts').Service) => Promise<T>, options?: ConsoleOptions): Promise<T> {
+async function run<T = any>(work: (call: RunOperation, service: import('../service.ts').ServiceCore) => Promise<T>, options?: ConsoleOptions): Promise<T> {
   const [{ loadConfig }, { withConsole }] = await Promise.all([import('../infra/config.ts'), import('./console-client.ts')]);
   return withConsole(loadConfig(), work, options);
 }

@@ -8,7 +8,7 @@ import type { JobsStatus } from '../infra/job-status.ts';
 import type { ParkedEvent, RebuildProgress, RebuildStarted, RebuildStatus, RetryOutcome } from '../projectors/maintenance.ts';
 import { projections } from '../projectors/index.ts';
 import { ProjectionRunner, sleep, type ProjectionStatus } from '../projectors/runtime/index.ts';
-import type { Service } from '../service.ts';
+import type { ServiceCore } from '../service.ts';
 import type { RunOperation } from './console-client.ts';
 import { CliError, humanDuration, printRecord, printTable, type WriteLine } from './output.ts';
 
@@ -35,7 +35,7 @@ export interface CliContext {
 }
 
 /** Projections driven by a runner of this process (`CliContext.drive`) for a service it opened. */
-export function driveIn(service: Service): CliContext['drive'] {
+export function driveIn(service: ServiceCore): CliContext['drive'] {
   return async (names) => {
     const chosen = projections.filter((projection) => names.includes(projection.name));
     const runner = new ProjectionRunner(service.database, service.store, chosen, service.logger, { scanIntervalMs: 250 });

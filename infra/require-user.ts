@@ -1,7 +1,7 @@
 import type { RequestHandler, Response } from 'express';
 import { tenantOf } from './auth.ts';
 import { unauthorized } from './http/errors.ts';
-import { rateLimitsOf } from './http/rate-limits.ts';
+import type { RateLimits } from './http/rate-limits.ts';
 import { verifyUserToken, type UserTokenClaims } from './user-tokens.ts';
 
 /**
@@ -18,7 +18,8 @@ export function requireUser(key: Uint8Array): RequestHandler {
     if (!claims) throw unauthorized('Invalid or expired user token');
     if (claims.organisationId !== tenantOf(res).organisationId) throw unauthorized('This user token belongs to another organisation');
     res.locals.user = claims;
-    await rateLimitsOf(req)?.limitUser(res, claims);
+    // The composed app's limits (the type only: the limiter and its Redis client load with the API's app).
+    await (req.app.locals.rateLimits as RateLimits | undefined)?.limitUser(res, claims);
     next();
   };
 }

@@ -300,6 +300,17 @@ describe('the engage binary', () => {
     expect(streams).toContain(`organisation-${acme.organisationId}`);
   });
 
+  it('answers an operator read with Redis unreachable: such a command reads PostgreSQL only', () => {
+    // Port 1: nothing listens. The service would refuse to start on it; a read of the log does not need it.
+    const result = engage(['streams', 'list', '--category', 'organisation', '--json'], {
+      DATABASE_URL: t.service.config.databaseUrl!,
+      REDIS_URL: 'redis://127.0.0.1:1',
+    });
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout.split('\n').filter(Boolean)).toHaveLength(3);
+  });
+
   it('in embedded mode with no service running, starts the PostgreSQL of DATA_DIR for each command and stops it after', () => {
     const dir = directories.make();
     const env = { DATA_DIR: dir, DATABASE_URL: '' };

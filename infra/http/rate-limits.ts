@@ -346,11 +346,6 @@ export class RateLimits {
   }
 }
 
-/** The composed app's limits (absent where an app has none, such as the operations app). */
-export function rateLimitsOf(req: Request): RateLimits | undefined {
-  return req.app.locals.rateLimits as RateLimits | undefined;
-}
-
 /** Set on a request that reached `refuseBlockedAddresses` until its address has been looked at. */
 const ADDRESS_UNCHECKED = 'rateLimitAddressUnchecked';
 /** What a refused address's 429 says it is for. */
