@@ -4,7 +4,7 @@ import { parse } from '../api/routes.ts';
 import type { EventMetadata } from '../infra/event-store/port.ts';
 import { projections } from '../projectors/index.ts';
 import { prepareProjections, projectionStatus } from '../projectors/runtime/index.ts';
-import { listParked, rebuildProgress, rebuildStatus, requestRebuild, retryParked, skipParked, type RebuildStarted } from '../projectors/maintenance.ts';
+import { listParked, rebuildProgress, rebuildStatus, requestRebuild, retryParked, skipParked } from '../projectors/maintenance.ts';
 import {
   countLog,
   countLogInput,
@@ -66,7 +66,7 @@ export const consoleOperations = {
       const requests = await Promise.allSettled(chosen.map((projection) => requestRebuild(ctx.database.db, projection)));
       const failed = requests.find((request) => request.status === 'rejected');
       if (failed) throw failed.reason;
-      return requests.map((request) => (request as PromiseFulfilledResult<RebuildStarted>).value);
+      return requests.flatMap((request) => (request.status === 'fulfilled' ? [request.value] : []));
     },
   }),
   'projections.progress': operation({
