@@ -27,10 +27,10 @@ describe('the shared log reads ahead for a rebuild of one read model', () => {
     await test.drop();
   });
 
-  /** Reads every page from the start as the reader's worker does, and returns the events in order. */
-  async function readAll(log: SharedLog, reader: LogReader) {
+  /** Reads every page from `from` (the start) as the reader's worker does, and returns the events in order. */
+  async function readAll(log: SharedLog, reader: LogReader, from: Position | null = null) {
     const events: RecordedEvent[] = [];
-    let after: Position | null = null;
+    let after = from;
     for (;;) {
       const page = await log.page(after, reader);
       if (page.checkpoint === after) return events;
@@ -61,15 +61,49 @@ describe('the shared log reads ahead for a rebuild of one read model', () => {
     const one: LogReader = { id: 'tally:2', building: true };
     const other: LogReader = { id: 'other:2', building: true };
     const first = await log.page(null, one);
-    const second = await log.page(first.checkpoint, one);
     await log.page(null, other);
+    const second = await log.page(first.checkpoint, one);
     await log.page(first.checkpoint, other);
     log.prefetch(second.checkpoint, 2, one);
     log.prefetch(second.checkpoint, 2, other);
     // Every read the two still make is one they ask for: the log is read once, page by page, in order.
-    expect(await readAll(log, one)).toHaveLength(45);
+    expect(await readAll(log, one, second.checkpoint)).toHaveLength(25);
     expect(log.stats.reads).toBe(6);
     expect(log.stats.eventsRead).toBe(45);
+    // The pages `other` has not passed yet are still in memory for it.
+    let after = second.checkpoint;
+    for (let page = 0; page < 3; page++) after = (await log.page(after, other)).checkpoint;
+    expect(log.stats.reads).toBe(6);
+  });
+
+  it('drops a page from memory once every building reader has passed it, and reads it again if asked', async () => {
+    const log = new SharedLog(store, { pageSize: 10, metadata: false });
+    const one: LogReader = { id: 'tally:2', building: true };
+    const other: LogReader = { id: 'other:2', building: true };
+    const first = await log.page(null, one);
+    await log.page(null, other);
+    const second = await log.page(first.checkpoint, one);
+    // `other` has not passed the first page yet: it stays; `one` has, and `other` now passes it too.
+    expect(log.cachedPage(null)).toBe(first);
+    await log.page(first.checkpoint, other);
+    expect(log.cachedPage(null)).toBeUndefined();
+    expect(log.cachedPage(first.checkpoint)).toBe(second);
+    // Once the slower reader leaves, the page the other stands on is the oldest it keeps.
+    await log.page(second.checkpoint, one);
+    log.leave(other);
+    expect(log.cachedPage(first.checkpoint)).toBeUndefined();
+    const reads = log.stats.reads;
+    const again = await log.page(null, { id: 'late:2', building: true });
+    expect(log.stats.reads).toBe(reads + 1);
+    expect(again.events.map((event) => event.position)).toEqual(first.events.map((event) => event.position));
+  });
+
+  it('keeps pages behind for live readers while no generation builds', async () => {
+    const log = new SharedLog(store, { pageSize: 10, metadata: false });
+    const live: LogReader = { id: 'tally:1', building: false };
+    const first = await log.page(null, live);
+    await log.page(first.checkpoint, live);
+    expect(log.cachedPage(null)).toBe(first);
   });
 
   it('reads nothing ahead for a live reader', async () => {
