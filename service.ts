@@ -135,7 +135,8 @@ export async function openService(config: Config, logger: Logger, options: Servi
     if (config.redisUrl && ((options.jobs ?? true) || options.http !== 'none')) {
       const { openRedis, openRedisProbe } = await import('./infra/redis.ts');
       redis = await openRedis(config.redisUrl, logger, { connectMs: config.redisConnectTimeoutMs, wait: options.waitForStores ?? false });
-      redisProbe = openRedisProbe(redis, config.readyCheckTimeoutMs);
+      // The readiness check's own connection, for the HTTP app's /readyz alone.
+      if (options.http !== 'none') redisProbe = openRedisProbe(redis, config.readyCheckTimeoutMs);
     }
     const metrics = createMetrics();
     database.observeStatements((purpose) => metrics.databaseStatements.inc({ purpose }));

@@ -39,6 +39,16 @@ describe('the shared log reads ahead for a rebuild of one read model', () => {
     }
   }
 
+  /** Two building readers that have both asked for the log's first page, in a log of pages of 10. */
+  async function twoBuildingReaders() {
+    const log = new SharedLog(store, { pageSize: 10, metadata: false });
+    const one: LogReader = { id: 'tally:2', building: true };
+    const other: LogReader = { id: 'other:2', building: true };
+    const first = await log.page(null, one);
+    await log.page(null, other);
+    return { log, one, other, first };
+  }
+
   it('reads the next pages of the only building reader before it asks, and serves them from memory, unchanged', async () => {
     const log = new SharedLog(store, { pageSize: 10, metadata: false });
     const reader: LogReader = { id: 'tally:2', building: true };
@@ -57,11 +67,7 @@ describe('the shared log reads ahead for a rebuild of one read model', () => {
   });
 
   it('leaves building readers that read together to the window: none of them reads ahead on its own', async () => {
-    const log = new SharedLog(store, { pageSize: 10, metadata: false });
-    const one: LogReader = { id: 'tally:2', building: true };
-    const other: LogReader = { id: 'other:2', building: true };
-    const first = await log.page(null, one);
-    await log.page(null, other);
+    const { log, one, other, first } = await twoBuildingReaders();
     const second = await log.page(first.checkpoint, one);
     await log.page(first.checkpoint, other);
     log.prefetch(second.checkpoint, 2, one);
@@ -77,11 +83,7 @@ describe('the shared log reads ahead for a rebuild of one read model', () => {
   });
 
   it('drops a page from memory once every building reader has passed it, and reads it again if asked', async () => {
-    const log = new SharedLog(store, { pageSize: 10, metadata: false });
-    const one: LogReader = { id: 'tally:2', building: true };
-    const other: LogReader = { id: 'other:2', building: true };
-    const first = await log.page(null, one);
-    await log.page(null, other);
+    const { log, one, other, first } = await twoBuildingReaders();
     const second = await log.page(first.checkpoint, one);
     // `other` has not passed the first page yet: it stays; `one` has, and `other` now passes it too.
     expect(log.cachedPage(null)).toBe(first);
