@@ -75,7 +75,7 @@ export const achievementsProjection = defineProjection<AchievementTables, Achiev
   name: ACHIEVEMENTS_PROJECTION,
   version: 1,
   tables: ['achievements', 'achievement_counts'],
-  insertOnly: ['achievements'],
+  loggedWhileBuilding: ['achievements'],
   canHandle: [
     'CustomEventLogged',
     'ChallengeCompleted',

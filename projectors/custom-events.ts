@@ -69,7 +69,7 @@ export const customEventsProjection = defineProjection<CustomEventTables, Custom
   name: 'custom_events',
   version: 2,
   tables: ['custom_events', 'custom_event_counts'],
-  insertOnly: ['custom_events'],
+  loggedWhileBuilding: ['custom_events'],
   canHandle: ['CustomEventLogged'],
   migrations: {
     '0001_custom_events': {

@@ -48,6 +48,19 @@ export interface LeaderboardStandingsTables {
     closed_at: Timestamp;
   };
   leaderboard_closed_windows: { leaderboard_id: string; window_start: Timestamp; window_end: Timestamp; closed_at: Timestamp };
+  /**
+   * A rebuild's moves, appended batch by batch and folded into the scores and marks at its end (`staging`):
+   * a mark's move carries the position of the fact that made it (the first one counts).
+   */
+  standings_build_moves: {
+    leaderboard_id: string;
+    window_start: Timestamp;
+    user_id: string;
+    amount: number;
+    reached_at: Timestamp;
+    mark: string | null;
+    position: string | null;
+  };
 }
 
 type Db = Kysely<LeaderboardStandingsTables>;
@@ -142,7 +155,24 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
   name: STANDINGS_PROJECTION,
   version: 1,
   tables: ['leaderboard_scores', 'leaderboard_frozen_standings', 'leaderboard_closed_windows'],
-  insertOnly: ['leaderboard_marks', 'leaderboard_frozen_standings', 'leaderboard_closed_windows'],
+  // The scores and marks too: a rebuild's batches stage their moves, which only its end inserts.
+  loggedWhileBuilding: ['leaderboard_scores', 'leaderboard_marks', 'leaderboard_frozen_standings', 'leaderboard_closed_windows'],
+  staging: {
+    tables: ['standings_build_moves'],
+    async create(db) {
+      await db.schema
+        .createTable('standings_build_moves')
+        .addColumn('leaderboard_id', 'text', (c) => c.notNull())
+        .addColumn('window_start', 'timestamptz', (c) => c.notNull())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('amount', 'double precision', (c) => c.notNull())
+        .addColumn('reached_at', 'timestamptz', (c) => c.notNull())
+        .addColumn('mark', 'text')
+        .addColumn('position', 'text')
+        .execute();
+    },
+    fold: (db) => foldStagedMoves(db),
+  },
   canHandle: [
     ...TIME_ZONE_EVENTS,
     'LeaderboardCreated',
@@ -224,7 +254,7 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
     },
   },
 
-  async apply(db, events) {
+  async apply(db, events, { staging }) {
     const factOrganisations = new Set(events.filter(isFact).map((event) => event.data.organisationId));
     const { timeZones, leaderboards } = await loadZonesAndLeaderboards(db, events, factOrganisations);
     const variables = await loadVariables(db, events, leaderboards);
@@ -253,7 +283,7 @@ export const leaderboardStandingsProjection = defineProjection<LeaderboardStandi
       }
     }
 
-    await moves.write(db, closed);
+    await (staging ? moves.stage(db, closed) : moves.write(db, closed));
     await timeZones.save();
     await leaderboards.save(db);
     await variables.save(db);
@@ -271,12 +301,12 @@ class ScoreMoves {
   private readonly unmarked = new Map<string, UnmarkedScore>();
   private readonly marked = new Map<string, MarkedMove>();
 
-  add(leaderboardId: string, windowStart: string, userId: string, amount: number, reachedAt: string, mark: string | undefined): void {
+  add(leaderboardId: string, windowStart: string, userId: string, amount: number, reachedAt: string, mark: string | undefined, position: string): void {
     const key = `${leaderboardId}\u0000${windowStart}\u0000${userId}`;
     if (mark !== undefined) {
       const markKey = `${key}\u0000${mark}`;
       if (!this.marked.has(markKey))
-        this.marked.set(markKey, { leaderboard_id: leaderboardId, window_start: windowStart, user_id: userId, mark, amount, reached_at: reachedAt });
+        this.marked.set(markKey, { leaderboard_id: leaderboardId, window_start: windowStart, user_id: userId, mark, amount, reached_at: reachedAt, position });
       return;
     }
     // The latest by instant, not by text: an instant's text may leave out its milliseconds.
@@ -305,26 +335,9 @@ class ScoreMoves {
     const frozen = closed.length > 0 ? frozenOf(closed) : null;
     const scores: ScoreMove[] = [...this.unmarked.values()];
     const unmarked = unnestRows(scores, SCORE_MOVE_COLUMNS);
-    const marked = unnestRows([...this.marked.values()], { ...SCORE_MOVE_COLUMNS, mark: 'text' });
-    await db
-      .with('closed_windows_written', (qc) =>
-        frozen
-          ? qc
-              .insertInto('leaderboard_closed_windows')
-              .columns(frozen.windows.columns)
-              .expression(frozen.windows.select)
-              .onConflict((oc) => oc.doNothing())
-          : sql`(select)`,
-      )
-      .with('frozen_standings_written', (qc) =>
-        frozen
-          ? qc
-              .insertInto('leaderboard_frozen_standings')
-              .columns(frozen.standings.columns)
-              .expression(frozen.standings.select)
-              .onConflict((oc) => oc.columns(['leaderboard_id', 'window_start', 'rank']).doNothing())
-          : sql`(select)`,
-      )
+    const marks: readonly (ScoreMove & { mark: string })[] = [...this.marked.values()];
+    const marked = unnestRows(marks, { ...SCORE_MOVE_COLUMNS, mark: 'text' });
+    await withClosedWindows(db, frozen)
       .with('unmarked', () => sql<ScoreMove>`(${unmarked.select})`)
       .with('marked', () => sql<MarkedMove>`(${marked.select})`)
       .with('new_marks', (qc) =>
@@ -354,6 +367,126 @@ class ScoreMoves {
       )
       .execute();
   }
+
+  /**
+   * A building generation's batch (`staging`): the closed windows and frozen standings as `write` inserts them,
+   * the moves appended to `standings_build_moves` as they are (each mark's first move in the batch, with its
+   * fact's position), in one statement. No score or mark is read or merged: `foldStagedMoves` does it once,
+   * at the end of the rebuild. A batch of the bench's store then costs its PostgreSQL about a third of what
+   * `write`'s merge costs: the upsert and the marks' insert probe and grow their indexes row by row.
+   */
+  async stage(db: Db, closed: readonly LeaderboardWindowEvent['data'][]): Promise<void> {
+    if (this.unmarked.size === 0 && this.marked.size === 0 && closed.length === 0) return;
+    const frozen = closed.length > 0 ? frozenOf(closed) : null;
+    const scores: ScoreMove[] = [...this.unmarked.values()];
+    const unmarked = unnestRows(scores, SCORE_MOVE_COLUMNS);
+    const marked = unnestRows([...this.marked.values()], { ...SCORE_MOVE_COLUMNS, mark: 'text', position: 'text' });
+    await withClosedWindows(db, frozen)
+      .with('marks_staged', (qc) => qc.insertInto('standings_build_moves').columns(marked.columns).expression(marked.select))
+      .insertInto('standings_build_moves')
+      .columns(unmarked.columns)
+      .expression(unmarked.select)
+      .execute();
+  }
+}
+
+/**
+ * A batch's statement begins with the windows it closed and their standings: a round trip fewer a batch. A
+ * batch that closed none (most live ones) has an empty select in their place, not two empty inserts.
+ */
+function withClosedWindows(db: Db, frozen: Frozen | null) {
+  return db
+    .with('closed_windows_written', (qc) =>
+      frozen
+        ? qc
+            .insertInto('leaderboard_closed_windows')
+            .columns(frozen.windows.columns)
+            .expression(frozen.windows.select)
+            .onConflict((oc) => oc.doNothing())
+        : sql`(select)`,
+    )
+    .with('frozen_standings_written', (qc) =>
+      frozen
+        ? qc
+            .insertInto('leaderboard_frozen_standings')
+            .columns(frozen.standings.columns)
+            .expression(frozen.standings.select)
+            .onConflict((oc) => oc.columns(['leaderboard_id', 'window_start', 'rank']).doNothing())
+        : sql`(select)`,
+    );
+}
+
+/**
+ * The end of a rebuild that staged its moves: merges them all as one batch's `write` would have, in log order
+ * (a mark counts once, at its first move: the earliest position), then the runtime drops the table. The scores
+ * and marks are empty but for events replayed meanwhile (`projections replay`): the scores there are taken into
+ * the moves first, and the marks there count as earlier than any staged one.
+ *
+ * The scores are written with their primary key dropped and built again after (one sorted build): on the
+ * bench's store, 218,722 scores from 407,940 moves took 0.33 s so against 0.96 s through `on conflict` and
+ * 0.53 s sorted into the key; the marks, which go in sorted from `distinct on`, 0.29 s into their key.
+ */
+async function foldStagedMoves(db: Db): Promise<void> {
+  await db
+    .with('held', (qc) => qc.deleteFrom('leaderboard_scores').returningAll())
+    .insertInto('standings_build_moves')
+    .columns(['leaderboard_id', 'window_start', 'user_id', 'amount', 'reached_at'])
+    .expression((eb) => eb.selectFrom('held').select(['leaderboard_id', 'window_start', 'user_id', 'score', 'reached_at']))
+    .execute();
+  await db.schema.alterTable('leaderboard_scores').dropConstraint('leaderboard_scores_pk').execute();
+  await db
+    .with('first_marks', (qc) =>
+      qc
+        .selectFrom('standings_build_moves')
+        .distinctOn([sql`leaderboard_id collate "C"`, 'window_start', sql`user_id collate "C"`, sql`mark collate "C"`])
+        .select(['leaderboard_id', 'window_start', 'user_id', 'mark', 'amount', 'reached_at'])
+        .where('mark', 'is not', null)
+        .orderBy(sql`leaderboard_id collate "C"`)
+        .orderBy('window_start')
+        .orderBy(sql`user_id collate "C"`)
+        .orderBy(sql`mark collate "C"`)
+        .orderBy(sql`position collate "C"`),
+    )
+    // The statement's snapshot is from before its inserts: the marks the table held already count no more.
+    .with('new_marks', (qc) =>
+      qc
+        .selectFrom('first_marks as f')
+        .selectAll()
+        .where((eb) =>
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('leaderboard_marks as m')
+                .select(sql`1`.as('one'))
+                .whereRef('m.leaderboard_id', '=', 'f.leaderboard_id')
+                .whereRef('m.window_start', '=', 'f.window_start')
+                .whereRef('m.user_id', '=', 'f.user_id')
+                .whereRef('m.mark', '=', 'f.mark'),
+            ),
+          ),
+        ),
+    )
+    .with('marks_written', (qc) =>
+      qc
+        .insertInto('leaderboard_marks')
+        .columns(['leaderboard_id', 'window_start', 'user_id', 'mark'])
+        .expression(sql`select leaderboard_id, window_start, user_id, mark from new_marks`),
+    )
+    .with('unmarked', (qc) =>
+      qc.selectFrom('standings_build_moves').select(['leaderboard_id', 'window_start', 'user_id', 'amount', 'reached_at']).where('mark', 'is', null),
+    )
+    .insertInto('leaderboard_scores')
+    .columns(['leaderboard_id', 'window_start', 'user_id', 'score', 'reached_at'])
+    .expression(
+      sql`select leaderboard_id, window_start, user_id, sum(amount), max(reached_at) from (
+          select leaderboard_id, window_start, user_id, amount, reached_at from unmarked
+          union all
+          select leaderboard_id, window_start, user_id, amount, reached_at from new_marks
+        ) as counted
+        group by leaderboard_id, window_start, user_id`,
+    )
+    .execute();
+  await db.schema.alterTable('leaderboard_scores').addPrimaryKeyConstraint('leaderboard_scores_pk', ['leaderboard_id', 'window_start', 'user_id']).execute();
 }
 
 /** What a move adds to one user's score in one leaderboard window, and when. */
@@ -376,7 +509,8 @@ const SCORE_MOVE_COLUMNS = {
 /** The moves of a score without a mark, summed; `at` is `reached_at` in epoch milliseconds. */
 type UnmarkedScore = ScoreMove & { at: number };
 
-type MarkedMove = ScoreMove & { mark: string };
+/** A mark's move, with the position of the fact that made it (a rebuild's fold counts the earliest). */
+type MarkedMove = ScoreMove & { mark: string; position: string };
 
 type UserVariables = { user_id: string; variables: Record<string, unknown> };
 
@@ -593,7 +727,7 @@ function movesOf(event: Recorded<CountedFact>, timeZone: string, leaderboards: B
     const window = leaderboards.windowAt(leaderboard, timeZone, occurredAt);
     if (!window) continue;
     const { amount, mark } = contribution(event, leaderboard.metric_type, timeZone);
-    moves.add(leaderboard.id, window.start, userId, amount, occurredAt, mark);
+    moves.add(leaderboard.id, window.start, userId, amount, occurredAt, mark, event.position);
   }
 }
 

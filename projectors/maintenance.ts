@@ -297,6 +297,8 @@ async function findEvent(store: EventStore, stream: string, eventId: string): Pr
 /** As the runtime does for a batch: with the PostgreSQL store, appends join the transaction. */
 function contextFor(trx: UntypedDb, store: EventStore): ProjectionContext {
   return {
+    // Merged into the tables as a live batch is, whatever the generation: a fold merges what was staged the same way.
+    staging: false,
     append: (appends) => (store instanceof PostgresEventStore ? store.appendInTransaction(trx, appends) : store.appendMultiple(appends)),
     schedule: (job) => scheduleJob(trx, job),
   };

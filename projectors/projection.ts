@@ -1,7 +1,7 @@
 import type { Kysely, Migration } from 'kysely';
 import { withTableTypes } from '../infra/database.ts';
 import type { LoggedEvent } from '../infra/event-store/port.ts';
-import type { Consumer } from './runtime/consumer.ts';
+import type { BuildStaging, Consumer } from './runtime/consumer.ts';
 
 /**
  * An event as a read model sees it: a domain event union as the log records it, without its metadata (who
@@ -24,10 +24,21 @@ export interface ProjectionDefinition<Tables, E extends { type: string; data: un
   /** Tables readers use; each is exposed in `public` as a view on the live generation's table. */
   readonly tables: readonly (keyof Tables & string)[];
   /**
-   * Tables whose rows a batch only inserts (no update or delete, `on conflict do nothing` at most): a rebuild
-   * writes them to the WAL as it fills them, which costs less than rewriting them whole once it is done.
+   * Tables a building generation only inserts into (no update or delete, `on conflict do nothing` at most),
+   * batch by batch or once when its `staging` is folded: a rebuild writes them to the WAL as it fills them,
+   * which costs less than rewriting them whole once it is done.
    */
-  readonly insertOnly?: readonly (keyof Tables & string)[];
+  readonly loggedWhileBuilding?: readonly (keyof Tables & string)[];
+  /**
+   * Merges a rebuild may put off to its end (see `BuildStaging`): its batches append to these tables (declared
+   * in `Tables` too, but created by `create`, not by a migration) when `apply`'s `staging` says they are in
+   * place, and `fold` merges them as one batch would have, before the generation is made durable.
+   */
+  readonly staging?: {
+    readonly tables: readonly (keyof Tables & string)[];
+    create(db: Kysely<Tables>): Promise<void>;
+    fold(db: Kysely<Tables>): Promise<void>;
+  };
   /** Applied in order, by name, against the generation's schema. Use the schema builder, not raw SQL names. */
   readonly migrations: Record<string, Migration>;
   /** Only these event types reach `apply`. */
@@ -38,7 +49,7 @@ export interface ProjectionDefinition<Tables, E extends { type: string; data: un
    * Folds a batch (log order, never empty) into the tables. Must equal applying the events one at a time in
    * order: the runtime falls back to that to find and park a poison event.
    */
-  apply(db: Kysely<Tables>, events: readonly Recorded<E>[]): Promise<void>;
+  apply(db: Kysely<Tables>, events: readonly Recorded<E>[], batch: { readonly staging: boolean }): Promise<void>;
 }
 
 export interface Projection extends Consumer {
@@ -52,11 +63,21 @@ export function defineProjection<Tables, E extends { type: string; data: unknown
     name: definition.name,
     version: definition.version,
     tables: definition.tables,
-    ...(definition.insertOnly ? { insertOnly: definition.insertOnly } : {}),
+    ...(definition.loggedWhileBuilding ? { loggedWhileBuilding: definition.loggedWhileBuilding } : {}),
+    ...(definition.staging ? { staging: stagingOf(definition.staging) } : {}),
     migrations: definition.migrations,
     canHandle: new Set<string>(definition.canHandle),
     ...(definition.onFailure ? { onFailure: definition.onFailure } : {}),
     // The runtime hands over only events whose type is in `canHandle`, so the narrowing holds (a read model never reads the metadata).
-    apply: (db, events) => definition.apply(withTableTypes<Tables>(db), events as readonly LoggedEvent[] as readonly Recorded<E>[]),
+    apply: (db, events, context) =>
+      definition.apply(withTableTypes<Tables>(db), events as readonly LoggedEvent[] as readonly Recorded<E>[], { staging: context.staging }),
+  };
+}
+
+function stagingOf<Tables>(staging: NonNullable<ProjectionDefinition<Tables, never>['staging']>): BuildStaging {
+  return {
+    tables: staging.tables,
+    create: (db) => staging.create(withTableTypes<Tables>(db)),
+    fold: (db) => staging.fold(withTableTypes<Tables>(db)),
   };
 }

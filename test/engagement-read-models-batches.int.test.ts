@@ -2,7 +2,7 @@ import { Migrator, sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACTION_CATEGORIES } from '../domain/challenge.ts';
 import { LEADERBOARD_STATUSES, METRIC_TYPES, PERIODS } from '../domain/leaderboard.ts';
-import type { RecordedEvent } from '../infra/event-store/port.ts';
+import { formatPosition, type RecordedEvent } from '../infra/event-store/port.ts';
 import { achievementsProjection } from '../projectors/achievements.ts';
 import { challengeStepAnalyticsProjection } from '../projectors/challenge-step-analytics.ts';
 import { leaderboardStandingsProjection } from '../projectors/leaderboard-standings.ts';
@@ -114,7 +114,7 @@ function randomLog(seed: number, count: number): RecordedEvent[] {
     type,
     stream: `stream-${index}`,
     revision: 0n,
-    position: String(index + 1),
+    position: formatPosition(0n, BigInt(index + 1)),
     data,
     metadata: {},
     createdAt: new Date(BASE),
@@ -148,6 +148,7 @@ async function rowsOf(db: Kysely<any>, schema: string): Promise<Record<string, s
 }
 
 const context = {
+  staging: false,
   append: () => Promise.reject(new Error('a read model appends nothing')),
   schedule: () => Promise.reject(new Error('a read model schedules nothing')),
 };
@@ -161,6 +162,43 @@ async function applied(db: Kysely<any>, consumer: Consumer, schema: string, even
     await db.transaction().execute((trx) => consumer.apply(trx.withSchema(schema), batch, context));
     start += batch.length;
   }
+  return rowsOf(db, schema);
+}
+
+/**
+ * As a rebuild with staging applies them (`BuildStaging`): the first `merged` events merged as live batches
+ * are, up to `staged` staged in ragged batches, folded in one transaction as `relogBuild` does, and the rest
+ * merged again (a generation made durable that still catches up).
+ */
+async function appliedStaged(
+  db: Kysely<any>,
+  consumer: Consumer,
+  schema: string,
+  events: readonly RecordedEvent[],
+  bounds: { merged: number; staged: number },
+  sizeOfNext: () => number,
+) {
+  const staging = consumer.staging!;
+  await migrated(db, consumer, schema);
+  await staging.create(db.withSchema(schema));
+  const handled = events.filter((event) => consumer.canHandle.has(event.type));
+  const inBatches = async (from: number, to: number, staged: boolean) => {
+    for (let start = from; start < to;) {
+      const batch = handled.slice(start, Math.min(to, start + sizeOfNext()));
+      await db.transaction().execute((trx) => consumer.apply(trx.withSchema(schema), batch, { ...context, staging: staged }));
+      start += batch.length;
+    }
+  };
+  const merged = Math.min(bounds.merged, handled.length);
+  const staged = Math.min(bounds.staged, handled.length);
+  await inBatches(0, merged, false);
+  await inBatches(merged, staged, true);
+  await db.transaction().execute(async (trx) => {
+    await sql`set local work_mem = '64MB'`.execute(trx);
+    await staging.fold(trx.withSchema(schema));
+    for (const table of staging.tables) await trx.schema.withSchema(schema).dropTable(table).execute();
+  });
+  await inBatches(staged, handled.length, false);
   return rowsOf(db, schema);
 }
 
@@ -191,6 +229,14 @@ describe('the engagement read models leave the same rows whatever the batches', 
         ).toBe(true);
         expect(await applied(db, projection, schema('whole'), events, () => events.length), projection.name).toEqual(single);
         expect(await applied(db, projection, schema('ragged'), events, () => 1 + int(60)), projection.name).toEqual(single);
+        if (projection.staging) {
+          // Staged from the start and folded at the end, as a rebuild does.
+          const all = { merged: 0, staged: events.length };
+          expect(await appliedStaged(db, projection, schema('staged'), events, all, () => 1 + int(60)), projection.name).toEqual(single);
+          // Rows merged before the staged ones (a replayed event) are taken into the fold; a catch-up merges after it.
+          const bounds = { merged: 100 + int(100), staged: 400 + int(200) };
+          expect(await appliedStaged(db, projection, schema('around'), events, bounds, () => 1 + int(60)), projection.name).toEqual(single);
+        }
       }
     }, 240_000);
   }

@@ -12,15 +12,48 @@ import { waitUntil } from './support/projections.ts';
 interface JournalTables {
   journal: { event_id: string; stream: string };
   journal_counts: { stream: string; count: number };
+  journal_count_moves: { stream: string; count: number };
 }
 
-/** A read model with a table it only inserts into (the journal) and one it updates (the counts). */
+const countsOf = (events: readonly { stream: string }[]) => {
+  const counts = new Map<string, number>();
+  for (const event of events) counts.set(event.stream, (counts.get(event.stream) ?? 0) + 1);
+  return [...counts].map(([stream, count]) => ({ stream, count }));
+};
+
+/**
+ * A read model with a table it only inserts into (the journal) and one it updates (the counts), whose
+ * rebuild stages the counts' moves and folds them at its end.
+ */
 const journalProjection = defineProjection<JournalTables, DomainEvent<'Noted', unknown>>({
   name: 'journal',
   version: 1,
   tables: ['journal', 'journal_counts'],
-  insertOnly: ['journal'],
+  loggedWhileBuilding: ['journal'],
   canHandle: ['Noted'],
+  staging: {
+    tables: ['journal_count_moves'],
+    async create(db) {
+      await db.schema
+        .createTable('journal_count_moves')
+        .addColumn('stream', 'text', (c) => c.notNull())
+        .addColumn('count', 'integer', (c) => c.notNull())
+        .execute();
+    },
+    async fold(db) {
+      await db
+        .insertInto('journal_counts')
+        .columns(['stream', 'count'])
+        .expression((eb) =>
+          eb
+            .selectFrom('journal_count_moves')
+            .select(['stream', (eb) => eb.fn.sum<number>('count').as('count')])
+            .groupBy('stream'),
+        )
+        .onConflict((oc) => oc.column('stream').doUpdateSet({ count: sql`journal_counts.count + excluded.count` }))
+        .execute();
+    },
+  },
   migrations: {
     '0001_journal': {
       async up(db) {
@@ -37,25 +70,31 @@ const journalProjection = defineProjection<JournalTables, DomainEvent<'Noted', u
       },
     },
   },
-  async apply(db, events) {
+  async apply(db, events, { staging }) {
     await db
       .insertInto('journal')
       .values(events.map((event) => ({ event_id: event.id, stream: event.stream })))
       .onConflict((oc) => oc.doNothing())
       .execute();
-    const counts = new Map<string, number>();
-    for (const event of events) counts.set(event.stream, (counts.get(event.stream) ?? 0) + 1);
+    if (staging) {
+      staged.batches++;
+      await db.insertInto('journal_count_moves').values(countsOf(events)).execute();
+      return;
+    }
     await db
       .insertInto('journal_counts')
-      .values([...counts].map(([stream, count]) => ({ stream, count })))
+      .values(countsOf(events))
       .onConflict((oc) => oc.column('stream').doUpdateSet({ count: sql`journal_counts.count + excluded.count` }))
       .execute();
   },
 });
 
+/** Batches applied with their moves staged, by every runner of this file. */
+const staged = { batches: 0 };
+
 const silent = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 
-describe('a rebuild keeps the tables a read model only inserts into logged', () => {
+describe('a rebuild keeps the tables a read model only inserts into logged, and stages what it merges', () => {
   let test: TestDatabase;
   let store: PostgresEventStore;
 
@@ -76,7 +115,7 @@ describe('a rebuild keeps the tables a read model only inserts into logged', () 
     await test.drop();
   });
 
-  it('writes them through the WAL, starts the whole build again when a crash wiped the others, and swaps in every row once', async () => {
+  it('writes them through the WAL, stages and folds, starts the whole build again when a crash wiped the others, and swaps in every row once', async () => {
     const db = test.database.db;
     // The live generation at the head first: a build whose first batch reached the live one's checkpoint would
     // be ready to swap in at once, before the stop below.
@@ -94,9 +133,12 @@ describe('a rebuild keeps the tables a read model only inserts into logged', () 
       ).rows;
     expect(await persistence()).toEqual([
       { name: 'journal', persistence: 'p' },
+      { name: 'journal_count_moves', persistence: 'u' },
       { name: 'journal_counts', persistence: 'u' },
       { name: 'unlogged_build_marker', persistence: 'u' },
     ]);
+    // The live generation merged its batches; the building one stages them from its first.
+    expect(staged.batches).toBe(0);
 
     // The build's first batch, then a stop (a deploy, a Ctrl-C).
     let stopping: Promise<void> | undefined;
@@ -115,8 +157,11 @@ describe('a rebuild keeps the tables a read model only inserts into logged', () 
     expect((await generationRow(db, 'journal', building.generation))!.checkpoint).not.toBeNull();
     const journalled = await sql<{ count: string }>`select count(*) as count from ${sql.raw(`"${schema}".journal`)}`.execute(db);
     expect(Number(journalled.rows[0]!.count)).toBeGreaterThan(0);
+    expect(staged.batches).toBeGreaterThan(0);
+    const moves = await sql<{ count: string }>`select count(*) as count from ${sql.raw(`"${schema}".journal_count_moves`)}`.execute(db);
+    expect(Number(moves.rows[0]!.count)).toBeGreaterThan(0);
     // What crash recovery does: the unlogged tables come back empty, the logged journal keeps its rows.
-    await sql.raw(`truncate "${schema}"."journal_counts", "${schema}"."unlogged_build_marker"`).execute(db);
+    await sql.raw(`truncate "${schema}"."journal_counts", "${schema}"."journal_count_moves", "${schema}"."unlogged_build_marker"`).execute(db);
 
     const resumed = new ProjectionRunner(test.database, store, [journalProjection], silent, { scanIntervalMs: 100, leaseMs: 1500, batchSize: 10 });
     await resumed.start();
@@ -127,7 +172,8 @@ describe('a rebuild keeps the tables a read model only inserts into logged', () 
     const counts = await db.withSchema(schema).selectFrom('journal_counts').select(['stream', 'count']).orderBy('stream').execute();
     const all = await store.readAll({ filter: { categories: ['journal'] }, limit: 1000 });
     expect(journal).toEqual(all.events.map((event) => ({ event_id: event.id, stream: event.stream })).sort((a, b) => (a.event_id < b.event_id ? -1 : 1)));
-    // Counted once each: the counts agree with the journal, which the restart emptied with the rest.
+    // Counted once each, folded from the staged moves: the counts agree with the journal, which the restart
+    // emptied with the rest; the staging table is gone.
     expect(counts).toEqual(Array.from({ length: 6 }, (_, stream) => ({ stream: `journal-${stream}`, count: 5 })));
     expect(await persistence()).toEqual([
       { name: 'journal', persistence: 'p' },

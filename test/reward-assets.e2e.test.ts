@@ -742,6 +742,7 @@ describe('reward entries and reward assets of the signed-in user', () => {
       const { error } = await new Migrator({ db, provider: { getMigrations: async () => scoped }, migrationTableSchema: schema }).migrateToLatest();
       expect(error).toBeUndefined();
       const context: BatchContext = {
+        staging: false,
         append: () => Promise.reject(new Error('a read model appends nothing')),
         schedule: () => Promise.reject(new Error('a read model schedules nothing')),
       };

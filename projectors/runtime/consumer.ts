@@ -19,10 +19,13 @@ export interface Consumer {
   /** Tables exposed to readers as views in `public` (none for a process manager). */
   readonly tables: readonly string[];
   /**
-   * Tables a batch only inserts into (never updates or deletes a row; `on conflict do nothing` at most): a
-   * rebuild keeps them logged while it fills them (see `unlogBuild`).
+   * Tables a building generation only inserts into (never updates or deletes a row; `on conflict do nothing`
+   * at most), batch by batch or once when its staging is folded: a rebuild keeps them logged while it fills
+   * them (see `unlogBuild`).
    */
-  readonly insertOnly?: readonly string[];
+  readonly loggedWhileBuilding?: readonly string[];
+  /** What a building generation of a read model may defer to its end (see `BuildStaging`). */
+  readonly staging?: BuildStaging;
   /** Applied in order, by name, against the generation's schema. */
   readonly migrations: Record<string, Migration>;
   /** The event types it handles; the runtime hands it nothing else (the checkpoint still moves past the rest). */
@@ -56,8 +59,26 @@ export interface ConsumerInterest {
   wants(event: RecordedEvent): boolean;
 }
 
+/**
+ * Tables only a building generation has, where its batches put what they would otherwise merge into the read
+ * model's tables at once (an upsert that adds to a row many batches touch): appended rows, no index. They are
+ * created with the generation (unlogged: a crash wipes them with the rest of the build), and folded into the
+ * read model's tables in the transaction that makes the generation durable, which then drops them. A batch
+ * knows it may use them from `BatchContext.staging`; a generation started without them (by an older version
+ * of the code) never has them, and its batches merge as live ones do.
+ */
+export interface BuildStaging {
+  readonly tables: readonly string[];
+  /** Creates the tables, against the generation's schema. */
+  create(db: UntypedDb): Promise<void>;
+  /** Merges their rows into the read model's tables, against the generation's schema (the runtime drops them after). */
+  fold(db: UntypedDb): Promise<void>;
+}
+
 /** What the runtime offers a batch besides its tables. */
 export interface BatchContext {
+  /** The generation is building and its `BuildStaging` tables are in place: the batch may write to them. */
+  readonly staging: boolean;
   /**
    * Appends events as part of the batch: with the PostgreSQL store in the batch's own transaction, so the
    * events and the checkpoint that consumed their cause commit together (exactly once). Other stores append

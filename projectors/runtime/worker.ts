@@ -12,6 +12,7 @@ import {
   readyToSwap,
   relogBuild,
   restartWipedBuild,
+  stagingInPlace,
   runtimeDb,
   schemaOf,
   STALE_CHECKPOINT_STATE,
@@ -222,6 +223,8 @@ export class GenerationWorker {
   private announced: Position | null = null;
   private announcedAt = 0;
   private building = false;
+  /** The generation is building with its `BuildStaging` tables in place (until `relogBuild` folds them). */
+  private staging = false;
   /** When this worker last started a live batch that held events for it (`Date.now()`). */
   private lastBatchAt = 0;
   /** The consumer's finer filter, this worker's own (loaded with the checkpoint); null when it has none. */
@@ -292,6 +295,7 @@ export class GenerationWorker {
     this.announced = row.checkpoint;
     this.announcedAt = this.persistedAt;
     this.building = row.status === 'building';
+    this.staging = this.building && (await stagingInPlace(this.db, this.consumer.name, this.generation, this.consumer.staging));
     return true;
   }
 
@@ -512,6 +516,7 @@ export class GenerationWorker {
     // One NOTIFY per transaction is enough to wake the subscribers at commit.
     let notified = false;
     return {
+      staging: this.staging,
       append: async (appends) => {
         appended.any = true;
         if (!(store instanceof PostgresEventStore)) return store.appendMultiple(appends);
@@ -634,7 +639,10 @@ export class GenerationWorker {
       return;
     }
     if (readiness === 'not-yet') return;
-    if ((await relogBuild(this.db, this.consumer.name, this.generation)) === 'wiped') {
+    const relogged = await relogBuild(this.db, this.consumer.name, this.generation, this.consumer.staging);
+    // Folded and dropped, or wiped (then read again with the row): batches merge into the tables from now on.
+    this.staging = false;
+    if (relogged === 'wiped') {
       this.checkpoint = undefined;
       return;
     }
