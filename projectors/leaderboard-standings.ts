@@ -153,7 +153,9 @@ function isFact(event: Recorded<StandingsEvent>): event is Recorded<CountedFact>
  */
 export const leaderboardStandingsProjection = defineProjection<LeaderboardStandingsTables, StandingsEvent>({
   name: STANDINGS_PROJECTION,
-  version: 1,
+  // 2: a rebuild stages its moves (`staging`). A process of version 1 must not take over such a build (it would
+  // merge beside the staged moves and never fold them): workers only run generations of their own version.
+  version: 2,
   tables: ['leaderboard_scores', 'leaderboard_frozen_standings', 'leaderboard_closed_windows'],
   // The scores and marks too: a rebuild's batches stage their moves, which only its end inserts.
   loggedWhileBuilding: ['leaderboard_scores', 'leaderboard_marks', 'leaderboard_frozen_standings', 'leaderboard_closed_windows'],
