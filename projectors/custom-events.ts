@@ -24,6 +24,9 @@ const COLUMN_TYPES = {
   tags: 'jsonb',
   created_at: 'timestamptz',
 } as const satisfies { readonly [Column in keyof CustomEventRow]: ArrayElement };
+/** The lists an event joins, per row of `recorded` or `inserted` (see `apply`), grouped to their counts. */
+const LISTS = sql`cross join lateral (values ('all', ''), ('user', user_id), ('community', community_id), ('name', name)) as list(dimension, value)
+  group by organisation_id, list.dimension, list.value`;
 const API_TAGS = ['custom'];
 const LINK_TAGS = ['custom', 'link'];
 
@@ -67,9 +70,28 @@ export interface CustomEventTables {
  */
 export const customEventsProjection = defineProjection<CustomEventTables, CustomEventEvent>({
   name: 'custom_events',
-  version: 2,
+  // 3: a rebuild counts the lists once, at its end (`staging`); a process of version 2 must not take it over.
+  version: 3,
   tables: ['custom_events', 'custom_event_counts'],
   loggedWhileBuilding: ['custom_events'],
+  /**
+   * A rebuild's batches insert the events alone, and the lists are counted once from them all when it is made
+   * durable: the counts are the events' own, so nothing needs staging. Upserting them batch by batch took
+   * about half of each batch's statement on the bench's store (14,800 moves of 3,600 counts in 4,000 events).
+   */
+  staging: {
+    tables: [],
+    create: () => Promise.resolve(),
+    async fold(db) {
+      await db.deleteFrom('custom_event_counts').execute();
+      await db
+        .with('recorded', (qc) => qc.selectFrom('custom_events').select(['organisation_id', 'user_id', 'community_id', 'name']))
+        .insertInto('custom_event_counts')
+        .columns(['organisation_id', 'dimension', 'value', 'count'])
+        .expression(sql`select organisation_id, list.dimension, list.value, count(*) from recorded ${LISTS}`)
+        .execute();
+    },
+  },
   canHandle: ['CustomEventLogged'],
   migrations: {
     '0001_custom_events': {
@@ -123,7 +145,7 @@ export const customEventsProjection = defineProjection<CustomEventTables, Custom
    * The events not recorded yet and the counts of the lists they joined, in one statement (a JSON parameter
    * per column whatever the batch's size; the lists counted from what the insert returns).
    */
-  async apply(db, events) {
+  async apply(db, events, { staging }) {
     // An event id recorded twice keeps its first record, as `on conflict do nothing` would one by one.
     const logged = new Map<string, CustomEventEvent['data']>();
     for (const { data } of events) if (!logged.has(data.eventId)) logged.set(data.eventId, data);
@@ -142,6 +164,15 @@ export const customEventsProjection = defineProjection<CustomEventTables, Custom
       created_at: data.occurredAt,
     }));
     const recorded = unnestRows(rows, COLUMN_TYPES);
+    if (staging) {
+      await db
+        .insertInto('custom_events')
+        .columns(recorded.columns)
+        .expression(recorded.select)
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+      return;
+    }
     // The lists each new event joins, counted in the same statement: nothing comes back to count here.
     await db
       .with('inserted', (qc) =>
@@ -154,11 +185,7 @@ export const customEventsProjection = defineProjection<CustomEventTables, Custom
       )
       .insertInto('custom_event_counts')
       .columns(['organisation_id', 'dimension', 'value', 'count'])
-      .expression(
-        sql`select organisation_id, list.dimension, list.value, count(*) from inserted
-          cross join lateral (values ('all', ''), ('user', user_id), ('community', community_id), ('name', name)) as list(dimension, value)
-          group by organisation_id, list.dimension, list.value`,
-      )
+      .expression(sql`select organisation_id, list.dimension, list.value, count(*) from inserted ${LISTS}`)
       .onConflict((oc) => oc.columns(['organisation_id', 'dimension', 'value']).doUpdateSet({ count: sql`custom_event_counts.count + excluded.count` }))
       .execute();
   },

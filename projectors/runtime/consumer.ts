@@ -68,6 +68,7 @@ export interface ConsumerInterest {
  * of the code) never has them, and its batches merge as live ones do.
  */
 export interface BuildStaging {
+  /** None when what a batch defers derives from rows it writes anyway (the fold then computes it from them). */
   readonly tables: readonly string[];
   /** Creates the tables, against the generation's schema. */
   create(db: UntypedDb): Promise<void>;

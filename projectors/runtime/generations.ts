@@ -568,7 +568,7 @@ export async function relogBuild(db: UntypedDb, name: string, generation: number
       // default 4 MB (3.2 s for their fold, 2.2 s without the spills).
       await sql`set local work_mem = '64MB'`.execute(trx);
       await staging.fold(trx.withSchema(schema));
-      await sql.raw(`drop table ${staging.tables.map((table) => qualified(schema, table)).join(', ')}`).execute(trx);
+      if (staging.tables.length > 0) await sql.raw(`drop table ${staging.tables.map((table) => qualified(schema, table)).join(', ')}`).execute(trx);
     }
     for (const table of await readModelTables(trx, schema, 'u')) await sql.raw(`alter table ${qualified(schema, table)} set logged`).execute(trx);
     await restoreSecondaryIndexes(trx, schema);
