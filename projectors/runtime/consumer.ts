@@ -65,7 +65,8 @@ export interface ConsumerInterest {
  * created with the generation (unlogged: a crash wipes them with the rest of the build), and folded into the
  * read model's tables in the transaction that makes the generation durable, which then drops them. A batch
  * knows it may use them from `BatchContext.staging`; a generation started without them (by an older version
- * of the code) never has them, and its batches merge as live ones do.
+ * of the code) never has them, and its batches merge as live ones do. A staging of no tables is always in
+ * place: its fold must then derive what it defers from the read model's own rows alone.
  */
 export interface BuildStaging {
   /** None when what a batch defers derives from rows it writes anyway (the fold then computes it from them). */
