@@ -331,15 +331,11 @@ class ScoreMoves {
    * touched score: its folded sum and the first move of each new mark added, and the latest time it was raised.
    */
   async write(db: Db, closed: readonly LeaderboardWindowEvent['data'][]): Promise<void> {
-    if (this.unmarked.size === 0 && this.marked.size === 0 && closed.length === 0) return;
-    // The windows the batch closed and their standings go in the same statement: a round trip fewer a batch. A
-    // batch that closed none (most live ones) has an empty select in their place, not two empty inserts.
-    const frozen = closed.length > 0 ? frozenOf(closed) : null;
-    const scores: ScoreMove[] = [...this.unmarked.values()];
-    const unmarked = unnestRows(scores, SCORE_MOVE_COLUMNS);
+    if (this.isEmpty(closed)) return;
+    const unmarked = this.unmarkedRows();
     const marks: readonly (ScoreMove & { mark: string })[] = [...this.marked.values()];
     const marked = unnestRows(marks, { ...SCORE_MOVE_COLUMNS, mark: 'text' });
-    await withClosedWindows(db, frozen)
+    await withClosedWindows(db, closed)
       .with('unmarked', () => sql<ScoreMove>`(${unmarked.select})`)
       .with('marked', () => sql<MarkedMove>`(${marked.select})`)
       .with('new_marks', (qc) =>
@@ -378,17 +374,24 @@ class ScoreMoves {
    * (the standings' rebuild alone on the bench's store: 8.8-9.7 s of PostgreSQL's CPU so, 11.0-12.5 merging).
    */
   async stage(db: Db, closed: readonly LeaderboardWindowEvent['data'][]): Promise<void> {
-    if (this.unmarked.size === 0 && this.marked.size === 0 && closed.length === 0) return;
-    const frozen = closed.length > 0 ? frozenOf(closed) : null;
-    const scores: ScoreMove[] = [...this.unmarked.values()];
-    const unmarked = unnestRows(scores, SCORE_MOVE_COLUMNS);
+    if (this.isEmpty(closed)) return;
+    const unmarked = this.unmarkedRows();
     const marked = unnestRows([...this.marked.values()], { ...SCORE_MOVE_COLUMNS, mark: 'text', position: 'text' });
-    await withClosedWindows(db, frozen)
+    await withClosedWindows(db, closed)
       .with('marks_staged', (qc) => qc.insertInto('standings_build_moves').columns(marked.columns).expression(marked.select))
       .insertInto('standings_build_moves')
       .columns(unmarked.columns)
       .expression(unmarked.select)
       .execute();
+  }
+
+  private isEmpty(closed: readonly LeaderboardWindowEvent['data'][]): boolean {
+    return this.unmarked.size === 0 && this.marked.size === 0 && closed.length === 0;
+  }
+
+  private unmarkedRows() {
+    const scores: ScoreMove[] = [...this.unmarked.values()];
+    return unnestRows(scores, SCORE_MOVE_COLUMNS);
   }
 }
 
@@ -396,7 +399,8 @@ class ScoreMoves {
  * A batch's statement begins with the windows it closed and their standings: a round trip fewer a batch. A
  * batch that closed none (most live ones) has an empty select in their place, not two empty inserts.
  */
-function withClosedWindows(db: Db, frozen: Frozen | null) {
+function withClosedWindows(db: Db, closed: readonly LeaderboardWindowEvent['data'][]) {
+  const frozen = closed.length > 0 ? frozenOf(closed) : null;
   return db
     .with('closed_windows_written', (qc) =>
       frozen
