@@ -43,6 +43,18 @@ export class CounterBatch<Key extends string, Amount extends string> {
     return this.table;
   }
 
+  /** A plain insert of the rows into `table` (a rebuild's staging, whose rows are added up at its end); null when none. */
+  async insert(db: UntypedDb, table = this.table): Promise<InsertQueryBuilder<any, any, any> | null> {
+    if (this.rows.size === 0) return null;
+    const rows = [...this.rows.values()];
+    this.rows.clear();
+    const columns = Object.keys(rows[0]!);
+    return db
+      .insertInto(table)
+      .columns(columns)
+      .expression(await recordsetOf(db, table, columns, rows));
+  }
+
   /** The upsert `write` runs (null when nothing was added); the batch is empty afterwards. */
   async upsert(db: UntypedDb): Promise<InsertQueryBuilder<any, any, any> | null> {
     if (this.rows.size === 0) return null;
@@ -70,17 +82,20 @@ export class CounterBatch<Key extends string, Amount extends string> {
 export async function writeCounters(db: UntypedDb, batches: readonly CounterBatch<string, string>[]): Promise<void> {
   const tables = new Set(batches.map((batch) => batch.tableName));
   if (tables.size !== batches.length) throw new Error('writeCounters: one batch per table');
-  const upserts: InsertQueryBuilder<any, any, any>[] = [];
-  for (const batch of batches) {
-    const upsert = await batch.upsert(db);
-    if (upsert) upserts.push(upsert);
-  }
-  if (upserts.length <= 1) {
-    await upserts[0]?.execute();
+  const upserts: (InsertQueryBuilder<any, any, any> | null)[] = [];
+  for (const batch of batches) upserts.push(await batch.upsert(db));
+  await writeTogether(db, upserts);
+}
+
+/** Inserts (of tables of their own) in one statement, each a data-modifying CTE; the nulls are left out. */
+export async function writeTogether(db: UntypedDb, inserts: readonly (InsertQueryBuilder<any, any, any> | null)[]): Promise<void> {
+  const statements = inserts.filter((insert) => insert !== null);
+  if (statements.length <= 1) {
+    await statements[0]?.execute();
     return;
   }
-  let statement = db.with('counted_0', () => upserts[0]!);
-  for (let index = 1; index < upserts.length; index++) statement = statement.with(`counted_${index}`, () => upserts[index]!);
+  let statement = db.with('counted_0', () => statements[0]!);
+  for (let index = 1; index < statements.length; index++) statement = statement.with(`counted_${index}`, () => statements[index]!);
   await statement.selectNoFrom(sql<number>`1`.as('written')).execute();
 }
 
