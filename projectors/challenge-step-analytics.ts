@@ -343,10 +343,10 @@ async function stageDays(db: Kysely<StepAnalyticsTables>, events: readonly Recor
 /**
  * The end of a rebuild that staged its day counts, as its batches would have merged them: the day rows are the
  * staged sums added to those the tables held (events replayed meanwhile, `projections replay`), and the all-time
- * rows are derived from the day rows (written over those the tables held, which every day row accounts for): attempts, criteria met and completions are their sums, criteria not met
- * the attempts less those met, the users who attempted a step those with a day row of it, who completed it
- * those with a completion on some day, and likewise the starts. An all-time row keeps the organisation it has,
- * else takes that of its first staged fact.
+ * rows are derived from the day rows, written over those the tables held (which the day rows account for):
+ * attempts, criteria met and completions are their sums, criteria not met the attempts less those met, the
+ * users who attempted a step those with a day row of it, who completed it those with a completion on some day,
+ * and likewise the starts. An all-time row keeps the organisation it has, else takes its first staged fact's.
  */
 async function foldStagedDays(db: Kysely<StepAnalyticsTables>): Promise<void> {
   await addStagedDays(
