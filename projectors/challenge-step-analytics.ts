@@ -257,21 +257,15 @@ export const challengeStepAnalyticsProjection = defineProjection<StepAnalyticsTa
     const startDays = new CounterBatch('analytics_start_days', ['challenge_id', 'user_id', 'day'], ['starts']);
     const starts = new CounterBatch('analytics_challenge_starts', ['challenge_id'], ['starts', 'users_started']);
 
-    for (const event of events) {
-      if (isTimeZoneEvent(event)) {
-        zones.record(event);
-        continue;
-      }
-      if (event.type === 'ActionAttempted') {
-        const { challengeId, actionId, userId, organisationId } = event.data;
-        const day = localDateOf(event.data.occurredAt, zones.of(organisationId));
+    eachFact(events, zones, {
+      attempt({ challengeId, actionId, userId, organisationId, outcome, criteriaMet }, day) {
         const key = stepUser(challengeId, actionId, userId);
-        const completion = event.data.outcome === 'completed';
+        const completion = outcome === 'completed';
         const firstAttempt = !attempted.has(key);
         const firstCompletion = completion && !completed.has(key);
         attempted.add(key);
         if (completion) completed.add(key);
-        const met = event.data.criteriaMet ? 1 : 0;
+        const met = criteriaMet ? 1 : 0;
         stepDays.add(
           { challenge_id: challengeId, action_id: actionId, user_id: userId, day },
           { attempts: 1, criteria_met: met, completions: completion ? 1 : 0 },
@@ -288,21 +282,39 @@ export const challengeStepAnalyticsProjection = defineProjection<StepAnalyticsTa
           },
           { organisation_id: organisationId },
         );
-      } else if (event.type === 'ChallengeStarted') {
-        const { challengeId, userId, organisationId } = event.data;
-        const day = localDateOf(event.data.occurredAt, zones.of(organisationId));
+      },
+      start({ challengeId, userId, organisationId }, day) {
         const key = challengeUser(challengeId, userId);
         const firstStart = !started.has(key);
         started.add(key);
         startDays.add({ challenge_id: challengeId, user_id: userId, day }, { starts: 1 });
         starts.add({ challenge_id: challengeId }, { starts: 1, users_started: firstStart ? 1 : 0 }, { organisation_id: organisationId });
-      }
-    }
+      },
+    });
 
     await writeCounters(db, [stepDays, steps, startDays, starts]);
     await zones.save();
   },
 });
+
+type Attempt = Extract<StepAnalyticsEvent, { type: 'ActionAttempted' }>['data'];
+type Start = Extract<StepAnalyticsEvent, { type: 'ChallengeStarted' }>['data'];
+
+/**
+ * The batch's facts in log order, each with its local day in its organisation's time zone at that point of the
+ * log (a time zone's change recorded as it comes, for the facts after it) and its position.
+ */
+function eachFact(
+  events: readonly Recorded<StepAnalyticsEvent>[],
+  zones: BatchTimeZones,
+  on: { attempt(fact: Attempt, day: string, position: string): void; start(fact: Start, day: string, position: string): void },
+): void {
+  for (const event of events) {
+    if (isTimeZoneEvent(event)) zones.record(event);
+    else if (event.type === 'ActionAttempted') on.attempt(event.data, localDateOf(event.data.occurredAt, zones.of(event.data.organisationId)), event.position);
+    else if (event.type === 'ChallengeStarted') on.start(event.data, localDateOf(event.data.occurredAt, zones.of(event.data.organisationId)), event.position);
+  }
+}
 
 /**
  * A staged batch: its organisations' time zones read, its facts counted per day in log order (a time zone's
@@ -318,24 +330,18 @@ async function stageDays(db: Kysely<StepAnalyticsTables>, events: readonly Recor
   const zones = BatchTimeZones.of(db, TIME_ZONES, organisations, rows);
   const stepDays = new CounterBatch(STAGED_STEP_DAYS, ['challenge_id', 'action_id', 'user_id', 'day'], ['attempts', 'criteria_met', 'completions']);
   const startDays = new CounterBatch(STAGED_START_DAYS, ['challenge_id', 'user_id', 'day'], ['starts']);
-  for (const event of events) {
-    if (isTimeZoneEvent(event)) {
-      zones.record(event);
-    } else if (event.type === 'ActionAttempted') {
-      const { challengeId, actionId, userId, organisationId } = event.data;
-      const day = localDateOf(event.data.occurredAt, zones.of(organisationId));
-      const completion = event.data.outcome === 'completed';
+  eachFact(events, zones, {
+    attempt({ challengeId, actionId, userId, organisationId, outcome, criteriaMet }, day, position) {
       stepDays.add(
         { challenge_id: challengeId, action_id: actionId, user_id: userId, day },
-        { attempts: 1, criteria_met: event.data.criteriaMet ? 1 : 0, completions: completion ? 1 : 0 },
-        { organisation_id: organisationId, first_position: event.position },
+        { attempts: 1, criteria_met: criteriaMet ? 1 : 0, completions: outcome === 'completed' ? 1 : 0 },
+        { organisation_id: organisationId, first_position: position },
       );
-    } else if (event.type === 'ChallengeStarted') {
-      const { challengeId, userId, organisationId } = event.data;
-      const day = localDateOf(event.data.occurredAt, zones.of(organisationId));
-      startDays.add({ challenge_id: challengeId, user_id: userId, day }, { starts: 1 }, { organisation_id: organisationId, first_position: event.position });
-    }
-  }
+    },
+    start({ challengeId, userId, organisationId }, day, position) {
+      startDays.add({ challenge_id: challengeId, user_id: userId, day }, { starts: 1 }, { organisation_id: organisationId, first_position: position });
+    },
+  });
   await writeTogether(db, [await stepDays.insert(db), await startDays.insert(db)]);
   await zones.save();
 }
