@@ -43,11 +43,18 @@ export class CounterBatch<Key extends string, Amount extends string> {
     return this.table;
   }
 
-  /** A plain insert of the rows into `table` (a rebuild's staging, whose rows are added up at its end); null when none. */
-  async insert(db: UntypedDb, table = this.table): Promise<InsertQueryBuilder<any, any, any> | null> {
+  /** The rows added, which leave the batch; null when none were. */
+  private take(): Record<string, unknown>[] | null {
     if (this.rows.size === 0) return null;
     const rows = [...this.rows.values()];
     this.rows.clear();
+    return rows;
+  }
+
+  /** A plain insert of the rows into `table` (a rebuild's staging, whose rows are added up at its end); null when none. */
+  async insert(db: UntypedDb, table = this.table): Promise<InsertQueryBuilder<any, any, any> | null> {
+    const rows = this.take();
+    if (!rows) return null;
     const columns = Object.keys(rows[0]!);
     return db
       .insertInto(table)
@@ -57,9 +64,8 @@ export class CounterBatch<Key extends string, Amount extends string> {
 
   /** The upsert `write` runs (null when nothing was added); the batch is empty afterwards. */
   async upsert(db: UntypedDb): Promise<InsertQueryBuilder<any, any, any> | null> {
-    if (this.rows.size === 0) return null;
-    const rows = [...this.rows.values()];
-    this.rows.clear();
+    const rows = this.take();
+    if (!rows) return null;
     const columns = Object.keys(rows[0]!);
     return db
       .insertInto(this.table)
