@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres, type Database } from '../infra/database.ts';
-import { EventIdConflictError, WrongExpectedRevisionError, type NewEvent } from '../infra/event-store/port.ts';
-import { PostgresEventStore } from '../infra/event-store/postgres.ts';
-import { arrayLiteral } from '../infra/event-store/postgres-append.ts';
+import { EventIdConflictError, WrongExpectedRevisionError, type NewEvent, type StreamAppend } from '../infra/event-store/port.ts';
+import { APPENDER_LOCK, PostgresEventStore } from '../infra/event-store/postgres.ts';
+import { appendUnits, arrayLiteral, type UnitOutcome } from '../infra/event-store/postgres-append.ts';
 import { migrate } from '../service.ts';
 import { freshDatabase } from './support/databases.ts';
 
@@ -85,6 +85,124 @@ describe('PostgreSQL append: one statement, group commit', () => {
       .flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []))
       .flatMap((value) => (Array.isArray(value) ? value : [value]));
     expect(positions.map((result) => result.position)).toEqual([...positions.map((result) => result.position)].sort());
+  });
+
+  it('a batch that only creates streams answers as es_append would: revisions, positions, refusals and replays', async () => {
+    const cat = category();
+    await batched.append(`${cat}-taken`, events(2));
+    const [, first, second, third] = await Promise.allSettled([
+      batched.append(`${cat}-warm`, events(1)), // goes alone; the three new-stream units wait and go together
+      batched.appendMultiple([
+        { stream: `${cat}-a`, events: events(2), expectedRevision: 'no_stream' },
+        { stream: `${cat}-b`, events: events(1), expectedRevision: 'no_stream' },
+      ]),
+      batched.append(`${cat}-c`, events(3), { expectedRevision: 'no_stream' }),
+      batched.append(`${cat}-d`, events(1), { expectedRevision: 'no_stream' }),
+    ]);
+    const [a, b] = (first as PromiseFulfilledResult<{ stream: string; nextExpectedRevision: bigint; position: string }[]>).value;
+    const c = (second as PromiseFulfilledResult<{ nextExpectedRevision: bigint; position: string }>).value;
+    const d = (third as PromiseFulfilledResult<{ nextExpectedRevision: bigint; position: string }>).value;
+    expect([a!.stream, a!.nextExpectedRevision, b!.stream, b!.nextExpectedRevision]).toEqual([`${cat}-a`, 1n, `${cat}-b`, 0n]);
+    expect([c.nextExpectedRevision, d.nextExpectedRevision]).toEqual([2n, 0n]);
+    // Each answer is its stream's last event, and the batch's events are in arrival order.
+    const written = (await batched.readAll({ filter: { categories: [cat] }, limit: 100 })).events.filter((event) => event.stream !== `${cat}-taken`);
+    expect(written.map((event) => `${event.stream}@${event.revision}`)).toEqual([
+      `${cat}-warm@0`,
+      `${cat}-a@0`,
+      `${cat}-a@1`,
+      `${cat}-b@0`,
+      `${cat}-c@0`,
+      `${cat}-c@1`,
+      `${cat}-c@2`,
+      `${cat}-d@0`,
+    ]);
+    expect([a!.position, b!.position, c.position, d.position]).toEqual([
+      written[2]!.position,
+      written[3]!.position,
+      written[6]!.position,
+      written[7]!.position,
+    ]);
+
+    // A stream that exists: the plain statement is rolled back and es_append answers each unit on its own.
+    const [, refused, kept, allTaken] = await Promise.allSettled([
+      batched.append(`${cat}-warm2`, events(1)),
+      batched.appendMultiple([
+        { stream: `${cat}-e`, events: events(1), expectedRevision: 'no_stream' },
+        { stream: `${cat}-taken`, events: events(1), expectedRevision: 'no_stream' },
+      ]),
+      batched.append(`${cat}-f`, events(1), { expectedRevision: 'no_stream' }),
+      batched.append(`${cat}-a`, events(1), { expectedRevision: 'no_stream' }),
+    ]);
+    expect((refused as PromiseRejectedResult).reason).toBeInstanceOf(WrongExpectedRevisionError);
+    expect((refused as PromiseRejectedResult).reason).toMatchObject({ stream: `${cat}-taken`, expected: 'no_stream', actual: 1n });
+    expect(kept).toMatchObject({ status: 'fulfilled', value: { stream: `${cat}-f`, nextExpectedRevision: 0n } });
+    expect((allTaken as PromiseRejectedResult).reason).toMatchObject({ stream: `${cat}-a`, actual: 1n });
+    expect(await batched.readStream(`${cat}-e`)).toEqual([]);
+    expect((await batched.readStream(`${cat}-taken`)).map((event) => event.revision)).toEqual([0n, 1n]);
+
+    // Every stream taken: the plain statement wrote nothing and answered nothing; es_append refuses each.
+    const refusals = await Promise.allSettled([
+      batched.append(`${cat}-warm3`, events(1)),
+      batched.append(`${cat}-b`, events(1), { expectedRevision: 'no_stream' }),
+      batched.append(`${cat}-d`, events(1), { expectedRevision: 'no_stream' }),
+    ]);
+    expect(refusals.slice(1).map((outcome) => (outcome as PromiseRejectedResult).reason?.actual)).toEqual([0n, 0n]);
+    expect((await batched.readStream(`${cat}-b`)).map((event) => event.revision)).toEqual([0n]);
+
+    // Known ids (a job appending again): the unique key refuses the plain statement; es_append answers the replay.
+    const ids = events(1).map((event) => ({ ...event, id: randomUUID() }));
+    const original = await batched.append(`${cat}-g`, ids, { expectedRevision: 'no_stream' });
+    const [, replayed, fresh] = await Promise.allSettled([
+      batched.append(`${cat}-warm4`, events(1)),
+      batched.append(`${cat}-g`, ids, { expectedRevision: 'no_stream' }),
+      batched.append(`${cat}-h`, events(1), { expectedRevision: 'no_stream' }),
+    ]);
+    expect(replayed).toEqual({ status: 'fulfilled', value: original });
+    expect(fresh).toMatchObject({ status: 'fulfilled', value: { nextExpectedRevision: 0n } });
+    expect(await batched.readStream(`${cat}-g`)).toHaveLength(1);
+  });
+
+  it('a batch that only creates streams is one plain statement; es_append runs only when a stream or an id exists', async () => {
+    const cat = category();
+    await batched.append(`${cat}-taken`, events(1));
+    const known = events(1).map((event) => ({ ...event, id: randomUUID() }));
+    await batched.append(`${cat}-known`, known);
+    const unit = (stream: string, batch = events(1)): StreamAppend[] => [
+      { stream, events: batch.map((event) => ({ id: randomUUID(), ...event })), expectedRevision: 'no_stream' },
+    ];
+    // Which functions ran, counted by the server for this session (its statistics flushed before each count).
+    const callsIn = (run: (db: Kysely<unknown>) => Promise<unknown>) =>
+      test.database.db.connection().execute(async (db) => {
+        await sql`set track_functions = 'pl'`.execute(db);
+        const count = async () => {
+          await sql`select pg_stat_force_next_flush()`.execute(db);
+          const rows = await sql<{ name: string; calls: string }>`
+            select funcname as name, calls from pg_stat_user_functions where funcname in ('es_append', 'es_new_streams')`.execute(db);
+          return Object.fromEntries(rows.rows.map((row) => [row.name, Number(row.calls)]));
+        };
+        const before = await count();
+        await run(db);
+        const after = await count();
+        return { esAppend: (after.es_append ?? 0) - (before.es_append ?? 0), checks: (after.es_new_streams ?? 0) - (before.es_new_streams ?? 0) };
+      });
+    const outcomes: UnitOutcome[][] = [];
+    const append = (units: StreamAppend[][]) => (db: Kysely<unknown>) => appendUnits(db, units, APPENDER_LOCK).then((answered) => outcomes.push(answered));
+
+    expect(await callsIn(append([unit(`${cat}-a`, events(2)), unit(`${cat}-b`)]))).toEqual({ esAppend: 0, checks: 2 });
+    expect(await callsIn(append([unit(`${cat}-c`), unit(`${cat}-taken`)]))).toMatchObject({ esAppend: 1 });
+    expect(await callsIn(append([unit(`${cat}-taken`), unit(`${cat}-a`)]))).toMatchObject({ esAppend: 1, checks: 0 });
+    expect(await callsIn(append([[{ stream: `${cat}-known`, events: known, expectedRevision: 'no_stream' }], unit(`${cat}-d`)]))).toMatchObject({
+      esAppend: 1,
+    });
+    const answers = outcomes.map((units) =>
+      units.map((outcome) => ('results' in outcome ? outcome.results.map((result) => result.nextExpectedRevision) : outcome.error.name)),
+    );
+    expect(answers).toEqual([
+      [[1n], [0n]],
+      [[0n], 'WrongExpectedRevisionError'],
+      ['WrongExpectedRevisionError', 'WrongExpectedRevisionError'],
+      [[0n], [0n]],
+    ]);
   });
 
   it('keeps every document as given, alone or in a batch: quotes, backslashes, unicode, nulls, numbers, order', async () => {

@@ -16,7 +16,9 @@ import { EventIdConflictError, WrongExpectedRevisionError, formatPosition, type 
  *   5. insert the events of every unit that holds, in one statement.
  * It answers one row per stream append: `ok`, `known` (an idempotent replay: the first append's result),
  * `wrong` (with the actual revision, null for no stream), `ids` (some ids used by another append) or
- * `skipped` (another stream of the same unit failed).
+ * `skipped` (another stream of the same unit failed). A batch whose every stream is new, the command API's
+ * common case, goes first as one plain statement instead (`appendToNewStreams`), and to `es_append` only when
+ * that finds a stream or an event id taken.
  */
 export const APPEND_FUNCTION_MIGRATION = (lock: readonly [number, number]): Migration => ({
   async up(db) {
@@ -240,6 +242,16 @@ export async function appendUnits(
       }
     }
   }
+  if (!inTransaction && (units.length > 1 || units[0]!.length > 1) && onlyNewStreams(units, stream)) {
+    const written = await appendToNewStreams(db, units, { stream, count, eventSa, eventId, eventType, data, metadata, offset }, lock, filter, notifying).catch(
+      (error: unknown) => {
+        // A stream that exists, or an id in the log already (a replay): `es_append` answers each unit on its own.
+        if (sqlState(error) === NEW_STREAMS_TAKEN || isEventIdViolation(error)) return null;
+        throw error;
+      },
+    );
+    if (written) return written;
+  }
   const rows = (
     await sql<AppendRow>`/* engage:append */ select *${notifying} from es_append(${arrayLiteral(unit)}::int[], ${arrayLiteral(stream)}::text[],
       ${arrayLiteral(kind)}::text[], ${arrayLiteral(expected)}::bigint[], ${arrayLiteral(count)}::int[], ${arrayLiteral(eventSa)}::int[],
@@ -252,6 +264,109 @@ export async function appendUnits(
     const answers = rows.slice(row, row + appends.length);
     row += appends.length;
     outcomes.push(outcomeOf(appends, answers));
+  }
+  return outcomes;
+}
+
+/** The SQLSTATE `es_new_streams` raises: a stream a batch of new streams expected to create exists already. */
+export const NEW_STREAMS_TAKEN = 'ESN01';
+
+/**
+ * `es_new_streams(ok)`: true, or an error with NEW_STREAMS_TAKEN that rolls the statement back (see
+ * `appendToNewStreams`).
+ */
+export const NEW_STREAMS_MIGRATION: Migration = {
+  async up(db) {
+    await sql`
+      create or replace function es_new_streams(p_ok boolean) returns boolean language plpgsql volatile as $fn$
+      begin
+        if p_ok is not true then
+          raise exception 'a stream expected to be new exists' using errcode = '${sql.raw(NEW_STREAMS_TAKEN)}';
+        end if;
+        return true;
+      end $fn$`.execute(db);
+  },
+};
+
+/** Every append of the batch expects no stream, and no stream comes twice (`stream`: the batch's streams, in order). */
+function onlyNewStreams(units: StreamAppend[][], stream: readonly string[]): boolean {
+  for (const appends of units) for (const append of appends) if (append.expectedRevision !== 'no_stream') return false;
+  return new Set(stream).size === stream.length;
+}
+
+/** The batch's streams and events as `appendUnits` lays them out for `es_append`. */
+interface BatchArrays {
+  stream: string[];
+  count: number[];
+  eventSa: number[];
+  eventId: string[];
+  eventType: string[];
+  data: string[];
+  metadata: string[];
+  offset: number[];
+}
+
+/**
+ * A batch whose every append creates its stream (custom events, the users created with them, their nonces'
+ * records: the command API's common case) in one plain statement: claim every stream in one insert, insert
+ * every event, answer each stream's revision and last position. `es_append` decides the same batch stream by
+ * stream in PL/pgSQL, whose statements are each a query of their own: a statement of 8 custom events took
+ * 1.18-1.33 ms from one session against 0.88-0.90 this way, 8 users created with their events 1.74-1.98 against
+ * 1.46-1.50; the command API's custom events at 16 connections went from 3,800 to 4,500 a second (bench/README.md).
+ * When a stream exists already, `es_new_streams` rolls the statement back (the others' claims made, their
+ * events inserted); when none could be claimed, nothing was written and it answers no row. An event id in the
+ * log already fails it on the unique key. Each case is left to `es_append` (null), which answers unit by unit.
+ */
+async function appendToNewStreams(
+  db: Kysely<any>,
+  units: StreamAppend[][],
+  arrays: BatchArrays,
+  lock: readonly [number, number],
+  filter: RawBuilder<boolean> | null,
+  notifying: RawBuilder<unknown>,
+): Promise<UnitOutcome[] | null> {
+  const { stream, count, eventSa, eventId, eventType, data, metadata, offset } = arrays;
+  const rows = (
+    await sql<{ o_sa: number; o_revision: string; o_transaction_id: string; o_global_position: string }>`/* engage:append */
+    with announced as materialized (select pg_advisory_xact_lock_shared(${sql.raw(String(lock[0]))}, ${sql.raw(String(lock[1]))})),
+    wanted as (select w.stream, w.n, w.sa from unnest(${arrayLiteral(stream)}::text[], ${arrayLiteral(count)}::int[]) with ordinality as w(stream, n, sa)),
+    claimed as (
+      insert into es_streams (stream_name, revision)
+      select w.stream, w.n - 1 from announced, wanted w order by w.stream
+      on conflict (stream_name) do nothing
+      returning stream_name, revision
+    ),
+    incoming as (
+      select * from unnest(${arrayLiteral(eventSa)}::int[], ${arrayLiteral(eventId)}::uuid[], ${arrayLiteral(eventType)}::text[], ${jsonbArray(data)},
+        ${jsonbArray(metadata)}, ${arrayLiteral(offset)}::int[]) with ordinality as e(sa, id, type, data, meta, off, ord)
+    ),
+    inserted as (
+      insert into es_events (stream_name, stream_revision, event_id, event_type, data, metadata)
+      select w.stream, c.revision - w.n + 1 + e.off, e.id, e.type, e.data, e.meta
+      from incoming e join wanted w on w.sa = e.sa join claimed c on c.stream_name = w.stream
+      order by e.ord
+      returning stream_name, global_position
+    ),
+    last_positions as (select stream_name, max(global_position) as global_position from inserted group by stream_name)
+    select w.sa::int as o_sa, c.revision as o_revision, pg_current_xact_id()::text as o_transaction_id, l.global_position as o_global_position${notifying}
+    from last_positions l join wanted w on w.stream = l.stream_name join claimed c on c.stream_name = l.stream_name
+    where es_new_streams((select count(*) from claimed) = ${stream.length})${filter ? sql` and ${filter}` : sql``}
+    order by w.sa`.execute(db)
+  ).rows;
+  if (rows.length !== stream.length) return null;
+  const outcomes: UnitOutcome[] = [];
+  let row = 0;
+  for (const appends of units) {
+    outcomes.push({
+      results: appends.map((append) => {
+        const answer = rows[row++]!;
+        return {
+          stream: append.stream,
+          nextExpectedRevision: BigInt(answer.o_revision),
+          position: formatPosition(BigInt(answer.o_transaction_id), BigInt(answer.o_global_position)),
+        };
+      }),
+    });
   }
   return outcomes;
 }

@@ -3,7 +3,7 @@ import { SHORT_STATEMENT, type Database } from '../database.ts';
 import { newEventId } from '../ids.ts';
 import { AppendSignal, pollingSubscription } from './polling-subscription.ts';
 import { APPEND_GUARD_MIGRATION, AppendGuardError, isAppendGuardFailure, pendingAppendGuard } from './append-guard.ts';
-import { APPEND_BY_INDEX_MIGRATION, APPEND_FUNCTION_MIGRATION, GroupCommit, appendUnits } from './postgres-append.ts';
+import { APPEND_BY_INDEX_MIGRATION, APPEND_FUNCTION_MIGRATION, GroupCommit, NEW_STREAMS_MIGRATION, appendUnits } from './postgres-append.ts';
 import { WakeUps } from './wake-ups.ts';
 import {
   WrongExpectedRevisionError,
@@ -42,7 +42,7 @@ const APPENDED_CHANNEL = 'es_appended';
  * that gets its xid after S has one >= xmax(S) >= H. So every appender below H had finished at S, and the
  * later read sees all of its events. Shared locks never wait for each other; appenders pay one lock entry.
  */
-const APPENDER_LOCK = [0x45530001, 0x41505044] as const;
+export const APPENDER_LOCK = [0x45530001, 0x41505044] as const;
 
 /**
  * The event store's own tables. Order is (transaction_id, global_position): a reader never passes the
@@ -155,6 +155,7 @@ export const eventStoreMigrations: Record<string, Migration> = {
   },
   '0006_append_by_index': APPEND_BY_INDEX_MIGRATION,
   '0007_append_guard': APPEND_GUARD_MIGRATION,
+  '0008_new_streams_check': NEW_STREAMS_MIGRATION,
 };
 
 export interface PostgresEventStoreOptions {
