@@ -358,13 +358,28 @@ describe('PostgreSQL append: one statement, group commit', () => {
     expect((await batched.readStream(`${cat}-held`)).map((event) => event.revision)).toEqual([0n, 1n]);
   });
 
+  type Op = { stream: number; count: number; expected: 'any' | 'no_stream' | 'stream_exists' | number };
+
   it('property: any interleaving of appends answers as one append at a time, in arrival order, would', async () => {
-    type Op = { stream: number; count: number; expected: 'any' | 'no_stream' | 'stream_exists' | number };
     const op = fc.record({
       stream: fc.integer({ min: 0, max: 2 }),
       count: fc.integer({ min: 1, max: 3 }),
       expected: fc.oneof(fc.constantFrom<'any' | 'no_stream' | 'stream_exists'>('any', 'no_stream', 'stream_exists'), fc.integer({ min: 0, max: 6 })),
     });
+    await answersAsOneAtATime(op, 2);
+  });
+
+  it('property: batches of new streams (the plain statement, and es_append when one is taken) answer as one at a time would', async () => {
+    // Mostly streams expected new, among few names: batches that only create streams, some of them taken already.
+    const op = fc.record({
+      stream: fc.integer({ min: 0, max: 5 }),
+      count: fc.integer({ min: 1, max: 3 }),
+      expected: fc.oneof({ arbitrary: fc.constant<'no_stream'>('no_stream'), weight: 6 }, { arbitrary: fc.integer({ min: 0, max: 4 }), weight: 1 }),
+    });
+    await answersAsOneAtATime(op, 5);
+  });
+
+  async function answersAsOneAtATime(op: fc.Arbitrary<Op>, lastStream: number): Promise<void> {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.array(op, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 12 }), async (units: Op[][]) => {
         const cat = category();
@@ -405,14 +420,14 @@ describe('PostgreSQL append: one statement, group commit', () => {
         for (const reason of outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason] : []))) {
           expect(reason).toBeInstanceOf(WrongExpectedRevisionError);
         }
-        for (let stream = 0; stream <= 2; stream++) {
+        for (let stream = 0; stream <= lastStream; stream++) {
           const stored = await batched.readStream(`${cat}-${stream}`);
-          expect(stored.length).toBe((revisions.get(stream) ?? -1) + 1);
+          expect(stored.map((event) => Number(event.revision))).toEqual(Array.from({ length: (revisions.get(stream) ?? -1) + 1 }, (_, at) => at));
         }
       }),
       { numRuns: 40 },
     );
-  });
+  }
 });
 
 /**
