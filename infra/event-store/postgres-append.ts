@@ -310,9 +310,10 @@ interface BatchArrays {
  * A batch whose every append creates its stream (custom events, the users created with them, their nonces'
  * records: the command API's common case) in one plain statement: claim every stream in one insert, insert
  * every event, answer each stream's revision and last position. `es_append` decides the same batch stream by
- * stream in PL/pgSQL, whose statements are each a query of their own: a statement of 8 custom events took
- * 1.18-1.33 ms from one session against 0.88-0.90 this way, 8 users created with their events 1.74-1.98 against
- * 1.46-1.50; the command API's custom events at 16 connections went from 3,800 to 4,500 a second (bench/README.md).
+ * stream in PL/pgSQL, and most of its time was the function's own, not its statements': a statement of 8 custom
+ * events took 1.18-1.33 ms from one session against 0.88-0.90 this way, 8 users created with their events
+ * 1.74-1.98 against 1.46-1.50; the command API's custom events at 16 connections went from 3,300-3,800 to
+ * 4,000-4,500 a second (bench/README.md).
  * When a stream exists already, `es_new_streams` rolls the statement back (the others' claims made, their
  * events inserted); when none could be claimed, nothing was written and it answers no row. An event id in the
  * log already fails it on the unique key. Each case is left to `es_append` (null), which answers unit by unit.
