@@ -8,7 +8,7 @@ import {
   type CustomEventEvent,
   type LoggedCustomEvent,
 } from '../domain/custom-event.ts';
-import { externalUserIdDecider, userDecider, type NewUserProfile } from '../domain/user.ts';
+import { blankProfile, externalUserIdDecider, userDecider } from '../domain/user.ts';
 import type { LogCustomEventBody } from '../api/contract/custom-events.ts';
 import type { EventStore, Position } from '../infra/event-store/port.ts';
 import { conflict, knownErrorAnswer, type ErrorBody } from '../infra/http/errors.ts';
@@ -53,27 +53,6 @@ export async function resolveUser(store: EventStore, organisationId: string, use
     lasting: (state) => state.userId !== null,
   });
   return claim.userId ? { userId: claim.userId, externalUserId: userId } : null;
-}
-
-function blankProfile(communityId: string): NewUserProfile {
-  return {
-    username: null,
-    displayName: null,
-    email: null,
-    emailVerified: false,
-    fullName: null,
-    parentEmail: null,
-    locale: null,
-    bio: null,
-    profilePictureUrl: null,
-    roles: [],
-    isAnonymous: false,
-    birthDay: null,
-    birthMonth: null,
-    birthYear: null,
-    socialHandles: { instagram: null, loyaltyCardNumber: null, tiktok: null },
-    communityIds: [communityId],
-  };
 }
 
 /** Resolving and appending race with other requests creating the same user at most this many times. */

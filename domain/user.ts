@@ -31,6 +31,28 @@ export interface UserProfile {
 /** A new user's profile as a client gives it: `emailVerified` true marks the address verified now. */
 export type NewUserProfile = Omit<UserProfile, 'emailVerifiedAt'> & { emailVerified: boolean };
 
+/** A profile with nothing but its community: the user a custom event creates (`autoCreateUser`). */
+export function blankProfile(communityId: string): NewUserProfile {
+  return {
+    username: null,
+    displayName: null,
+    email: null,
+    emailVerified: false,
+    fullName: null,
+    parentEmail: null,
+    locale: null,
+    bio: null,
+    profilePictureUrl: null,
+    roles: [],
+    isAnonymous: false,
+    birthDay: null,
+    birthMonth: null,
+    birthYear: null,
+    socialHandles: { instagram: null, loyaltyCardNumber: null, tiktok: null },
+    communityIds: [communityId],
+  };
+}
+
 /** A partial update; `socialHandles` merges per handle (null clears one), lists replace. */
 export type UserProfileChanges = Partial<Omit<UserProfile, 'emailVerifiedAt' | 'socialHandles' | 'isAnonymous'>> & {
   socialHandles?: Partial<SocialHandles>;

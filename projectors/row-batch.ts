@@ -15,6 +15,8 @@ export class RowBatch<Row extends object> {
   private readonly rows = new Map<string, Row>();
   private readonly changed = new Set<string>();
   private readonly deleted = new Map<string, Row>();
+  /** Rows `add`ed without their key loaded: written only where the table has none (`on conflict do nothing`). */
+  private readonly unread = new Set<string>();
 
   constructor(
     private readonly table: string,
@@ -64,11 +66,22 @@ export class RowBatch<Row extends object> {
     this.changed.add(id);
   }
 
+  /**
+   * A row its event says is new, its key not loaded: saved with `on conflict do nothing`, so a row the table
+   * holds already stays as it is, as a load and `if (get(key)) skip` would have left it, without the load's read.
+   * It stays so whatever `set` puts under its key later in the batch: load a key a batch may change instead.
+   */
+  add(row: Row): void {
+    this.set(row);
+    this.unread.add(this.keyOf(row));
+  }
+
   delete(key: Partial<Row>): void {
     const id = this.keyOf(key);
     const row = this.rows.get(id);
     this.rows.delete(id);
     this.changed.delete(id);
+    this.unread.delete(id);
     this.deleted.set(id, (row ?? key) as Row);
   }
 
@@ -85,23 +98,29 @@ export class RowBatch<Row extends object> {
         .where(await this.keyIn(db, [...this.deleted.values()]))
         .execute();
     }
-    if (this.changed.size > 0) {
-      const rows = [...this.changed].map((id) => this.rows.get(id)!);
-      const columns = Object.keys(rows[0]!);
-      const updated = columns.filter((column) => !this.keyColumns.includes(column as keyof Row & string));
-      await db
-        .insertInto(this.table)
-        .columns(columns)
-        .expression(await recordsetOf(db, this.table, columns, rows))
-        .onConflict((oc) => {
-          const target = oc.columns([...this.keyColumns]);
-          return updated.length === 0
-            ? target.doNothing()
-            : target.doUpdateSet(Object.fromEntries(updated.map((column) => [column, sql.ref(`excluded.${column}`)])));
-        })
-        .execute();
-    }
+    const upserted = [...this.changed].filter((id) => !this.unread.has(id));
+    const added = [...this.changed].filter((id) => this.unread.has(id));
+    if (upserted.length > 0) await this.insert(db, upserted, 'upsert');
+    if (added.length > 0) await this.insert(db, added, 'if absent');
     this.changed.clear();
     this.deleted.clear();
+    this.unread.clear();
+  }
+
+  private async insert(db: UntypedDb, ids: readonly string[], mode: 'upsert' | 'if absent'): Promise<void> {
+    const rows = ids.map((id) => this.rows.get(id)!);
+    const columns = Object.keys(rows[0]!);
+    const updated = mode === 'upsert' ? columns.filter((column) => !this.keyColumns.includes(column as keyof Row & string)) : [];
+    await db
+      .insertInto(this.table)
+      .columns(columns)
+      .expression(await recordsetOf(db, this.table, columns, rows))
+      .onConflict((oc) => {
+        const target = oc.columns([...this.keyColumns]);
+        return updated.length === 0
+          ? target.doNothing()
+          : target.doUpdateSet(Object.fromEntries(updated.map((column) => [column, sql.ref(`excluded.${column}`)])));
+      })
+      .execute();
   }
 }

@@ -92,19 +92,22 @@ export const usersProjection = defineProjection<UserTables, UserEvent>({
     },
   },
 
-  /** One read of the users the batch names, its events folded in log order, one upsert. */
+  /** One read of the users the batch changes, its events folded in log order, one upsert and one insert of the new. */
   async apply(db, events) {
     const users = new RowBatch<Held<UserRow>>('users', ['id']);
+    // Only the users the batch changes are read. One it only creates is new: it is inserted where the table has
+    // none (a creation applied twice leaves the first), without the read.
+    const changed = new Set(events.filter((event) => event.type !== 'UserCreated').map((event) => event.data.userId));
     await users.load(
       db,
-      events.map((event) => ({ id: event.data.userId })),
+      [...changed].map((id) => ({ id })),
     );
     for (const event of events) {
       switch (event.type) {
         case 'UserCreated': {
           const { userId, organisationId, externalUserId, createdAt, ...profile } = event.data;
           if (users.get({ id: userId })) break;
-          users.set({
+          const created: Held<UserRow> = {
             id: userId,
             organisation_id: organisationId,
             external_user_id: externalUserId,
@@ -113,7 +116,9 @@ export const usersProjection = defineProjection<UserTables, UserEvent>({
             variables: {},
             created_at: createdAt,
             updated_at: createdAt,
-          });
+          };
+          if (changed.has(userId)) users.set(created);
+          else users.add(created);
           break;
         }
         case 'UserUpdated': {

@@ -8,6 +8,8 @@ import { challengeStepAnalyticsProjection } from '../projectors/challenge-step-a
 import { leaderboardStandingsProjection } from '../projectors/leaderboard-standings.ts';
 import type { Consumer } from '../projectors/runtime/consumer.ts';
 import { userLedgersProjection } from '../projectors/user-ledgers.ts';
+import { usersProjection } from '../projectors/users.ts';
+import { blankProfile, userDecider, type NewUserProfile } from '../domain/user.ts';
 import { freshDatabase, type TestDatabase } from './support/databases.ts';
 
 /** A seeded generator, so a failing log can be replayed. */
@@ -240,4 +242,70 @@ describe('the engagement read models leave the same rows whatever the batches', 
       }
     }, 240_000);
   }
+});
+
+/**
+ * The users read model reads only the users a batch changes: one it only creates is inserted where the table
+ * has none. Whatever the batches, the rows are those of one event at a time, and a creation applied twice (a
+ * replay) leaves the first.
+ */
+describe('the users read model leaves the same rows whatever the batches', () => {
+  let test: TestDatabase;
+  beforeAll(async () => {
+    test = await freshDatabase();
+  });
+  afterAll(async () => {
+    await test.drop();
+  });
+
+  it('creations, updates and variables of users created in the same batch or before, and a creation applied twice', async () => {
+    const profile = (displayName: string): NewUserProfile => ({ ...blankProfile('c1'), displayName });
+    const { int, pick } = generator(7);
+    const at = (index: number) => new Date(BASE + index * 1000).toISOString();
+    const users = ['u1', 'u2', 'u3', 'u4', 'u5', 'u6', 'u7', 'u8'];
+    const log: { type: string; data: unknown }[] = [];
+    const created = new Set<string>();
+    while (log.length < 300) {
+      const userId = pick(users);
+      const now = at(log.length);
+      const command =
+        !created.has(userId) || int(20) === 0
+          ? // A second creation of a user stands for a replay: it must change nothing.
+            { type: 'CreateUser' as const, data: { userId, organisationId: 'o1', externalUserId: `x-${userId}`, profile: profile(`${userId} ${now}`), now } }
+          : int(2) === 0
+            ? { type: 'UpdateUser' as const, data: { userId, organisationId: 'o1', changes: { displayName: `${userId} at ${now}` }, now } }
+            : {
+                type: 'SetUserVariables' as const,
+                data: { userId, organisationId: 'o1', values: [{ variableConfigId: 'tier', value: pick(['gold', 'silver']) }], now },
+              };
+      const state =
+        created.has(userId) && command.type !== 'CreateUser'
+          ? { ...userDecider.initialState, exists: true, id: userId, organisationId: 'o1' }
+          : userDecider.initialState;
+      for (const event of userDecider.decide(command, state as typeof userDecider.initialState)) log.push(event);
+      created.add(userId);
+    }
+    const events = log.map(({ type, data }, index) => ({
+      id: `user-event-${index}`,
+      type,
+      stream: `user-${(data as { userId: string }).userId}`,
+      revision: 0n,
+      position: formatPosition(0n, BigInt(index + 1)),
+      data,
+      metadata: {},
+      createdAt: new Date(BASE),
+    }));
+    const db = test.database.db;
+    const single = await applied(db, usersProjection, 'users_single', events, () => 1);
+    expect(single.users).toHaveLength(users.length);
+    expect(await applied(db, usersProjection, 'users_whole', events, () => events.length)).toEqual(single);
+    expect(await applied(db, usersProjection, 'users_ragged', events, () => 1 + int(40))).toEqual(single);
+    // The first creation's name stands unless an update changed it.
+    const firstCreated = (userId: string) => log.find((event) => event.type === 'UserCreated' && (event.data as { userId: string }).userId === userId)!;
+    const rows = await sql<{ id: string; display_name: string }>`select id, display_name from users_whole.users`.execute(db);
+    for (const row of rows.rows) {
+      const updated = log.some((event) => event.type === 'UserUpdated' && (event.data as { userId: string }).userId === row.id);
+      if (!updated) expect(row.display_name).toBe((firstCreated(row.id).data as { displayName: string }).displayName);
+    }
+  });
 });

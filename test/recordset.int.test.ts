@@ -190,6 +190,38 @@ describe('recordsetOf in the batches', () => {
   });
 });
 
+describe('RowBatch.add', () => {
+  it('inserts a new row unread where the table has none, leaves one it has as it is, and upserts the rows set beside it', async () => {
+    const schema = 'rm_typed_added';
+    await sql`create schema ${sql.id(schema)}`.execute(database.db);
+    await createHeld(schema).execute(database.db);
+    const db = database.db.withSchema(schema);
+    const before = new RowBatch<Held>('held', ['id']);
+    before.set({ id: 'there', label: 'first' });
+    before.set({ id: 'changed', label: 'first' });
+    before.set({ id: 'gone', label: 'first' });
+    await before.save(db);
+
+    const batch = new RowBatch<Held>('held', ['id']);
+    await batch.load(db, [{ id: 'changed' }, { id: 'gone' }]);
+    batch.add({ id: 'there', label: 'again' }); // the table has it: left as it is
+    batch.add({ id: 'new', label: 'added' });
+    batch.add({ id: 'twice', label: 'one' });
+    batch.add({ id: 'twice', label: 'two' }); // the batch's last, still only where the table has none
+    batch.set({ ...batch.get({ id: 'changed' })!, label: 'set' });
+    batch.delete({ id: 'gone' });
+    expect(batch.get({ id: 'new' })?.label).toBe('added');
+    await batch.save(db);
+    const rows = await sql<{ id: string; label: string }>`select id, label from ${sql.id(schema)}.held order by id`.execute(database.db);
+    expect(rows.rows).toEqual([
+      { id: 'changed', label: 'set' },
+      { id: 'new', label: 'added' },
+      { id: 'there', label: 'first' },
+      { id: 'twice', label: 'two' },
+    ]);
+  });
+});
+
 describe('writeCounters', () => {
   it('writes the counter batches of several tables in one statement, each as its own write would (empty ones left out), and refuses two of one table', async () => {
     const schema = 'rm_counted_together';
