@@ -111,8 +111,13 @@ function randomLog(seed: number, count: number): RecordedEvent[] {
         events.push({ type: 'StreakExtended', data: { ...fact, day: fact.occurredAt.slice(0, 10), currentStreak: 1 + int(8), longestStreak: 9 } });
     }
   }
+  return recorded(events, `event-${seed}`);
+}
+
+/** A log as the store would hand it over: in order, each event on a stream of its own, ids under `prefix`. */
+function recorded(events: readonly { type: string; data: unknown }[], prefix: string): RecordedEvent[] {
   return events.map(({ type, data }, index) => ({
-    id: `event-${seed}-${index}`,
+    id: `${prefix}-${index}`,
     type,
     stream: `stream-${index}`,
     revision: 0n,
@@ -208,7 +213,7 @@ async function appliedStaged(
  * The set-based projections fold a batch in memory: a whole log in one batch, in ragged batches, and one
  * event at a time (what the runtime falls back to to find a poison event) must leave the same rows.
  */
-describe('the engagement read models leave the same rows whatever the batches', () => {
+describe('the set-based read models leave the same rows whatever the batches', () => {
   let test: TestDatabase;
   beforeAll(async () => {
     test = await freshDatabase();
@@ -242,23 +247,10 @@ describe('the engagement read models leave the same rows whatever the batches', 
       }
     }, 240_000);
   }
-});
 
-/**
- * The users read model reads only the users a batch changes: one it only creates is inserted where the table
- * has none. Whatever the batches, the rows are those of one event at a time, and a creation applied twice (a
- * replay) leaves the first.
- */
-describe('the users read model leaves the same rows whatever the batches', () => {
-  let test: TestDatabase;
-  beforeAll(async () => {
-    test = await freshDatabase();
-  });
-  afterAll(async () => {
-    await test.drop();
-  });
-
-  it('creations, updates and variables of users created in the same batch or before, and a creation applied twice', async () => {
+  // The users read model reads only the users a batch changes: one it only creates is inserted where the table
+  // has none. A creation applied twice (a replay) leaves the first.
+  it('users: creations, updates and variables of users created in the same batch or before, and a creation applied twice', async () => {
     const profile = (displayName: string): NewUserProfile => ({ ...blankProfile('c1'), displayName });
     const { int, pick } = generator(7);
     const at = (index: number) => new Date(BASE + index * 1000).toISOString();
@@ -285,16 +277,7 @@ describe('the users read model leaves the same rows whatever the batches', () =>
       for (const event of userDecider.decide(command, state as typeof userDecider.initialState)) log.push(event);
       created.add(userId);
     }
-    const events = log.map(({ type, data }, index) => ({
-      id: `user-event-${index}`,
-      type,
-      stream: `user-${(data as { userId: string }).userId}`,
-      revision: 0n,
-      position: formatPosition(0n, BigInt(index + 1)),
-      data,
-      metadata: {},
-      createdAt: new Date(BASE),
-    }));
+    const events = recorded(log, 'user-event');
     const db = test.database.db;
     const single = await applied(db, usersProjection, 'users_single', events, () => 1);
     expect(single.users).toHaveLength(users.length);

@@ -243,14 +243,14 @@ export async function appendUnits(
     }
   }
   if (!inTransaction && (units.length > 1 || units[0]!.length > 1) && onlyNewStreams(units, stream)) {
-    const written = await appendToNewStreams(db, units, { stream, count, eventSa, eventId, eventType, data, metadata, offset }, lock, filter, notifying).catch(
+    const written = await appendToNewStreams(db, { stream, count, eventSa, eventId, eventType, data, metadata, offset }, lock, filter, notifying).catch(
       (error: unknown) => {
         // A stream that exists, or an id in the log already (a replay): `es_append` answers each unit on its own.
         if (sqlState(error) === NEW_STREAMS_TAKEN || isEventIdViolation(error)) return null;
         throw error;
       },
     );
-    if (written) return written;
+    if (written) return outcomesOf(units, written);
   }
   const rows = (
     await sql<AppendRow>`/* engage:append */ select *${notifying} from es_append(${arrayLiteral(unit)}::int[], ${arrayLiteral(stream)}::text[],
@@ -258,6 +258,11 @@ export async function appendUnits(
       ${arrayLiteral(eventId)}::uuid[], ${arrayLiteral(eventType)}::text[], ${jsonbArray(data)}, ${jsonbArray(metadata)}, ${arrayLiteral(offset)}::int[])
       ${filter ? sql`where ${filter}` : sql``}`.execute(db)
   ).rows;
+  return outcomesOf(units, rows);
+}
+
+/** Each unit's outcome from the statement's rows, one per stream append in the batch's order. */
+function outcomesOf(units: StreamAppend[][], rows: AppendRow[]): UnitOutcome[] {
   const outcomes: UnitOutcome[] = [];
   let row = 0;
   for (const appends of units) {
@@ -317,18 +322,18 @@ interface BatchArrays {
  * When a stream exists already, `es_new_streams` rolls the statement back (the others' claims made, their
  * events inserted); when none could be claimed, nothing was written and it answers no row. An event id in the
  * log already fails it on the unique key. Each case is left to `es_append` (null), which answers unit by unit.
+ * Otherwise it answers as `es_append` does, a row per stream append.
  */
 async function appendToNewStreams(
   db: Kysely<any>,
-  units: StreamAppend[][],
   arrays: BatchArrays,
   lock: readonly [number, number],
   filter: RawBuilder<boolean> | null,
   notifying: RawBuilder<unknown>,
-): Promise<UnitOutcome[] | null> {
+): Promise<AppendRow[] | null> {
   const { stream, count, eventSa, eventId, eventType, data, metadata, offset } = arrays;
   const rows = (
-    await sql<{ o_sa: number; o_revision: string; o_transaction_id: string; o_global_position: string }>`/* engage:append */
+    await sql<AppendRow>`/* engage:append */
     with announced as materialized (select pg_advisory_xact_lock_shared(${sql.raw(String(lock[0]))}, ${sql.raw(String(lock[1]))})),
     wanted as (select w.stream, w.n, w.sa from unnest(${arrayLiteral(stream)}::text[], ${arrayLiteral(count)}::int[]) with ordinality as w(stream, n, sa)),
     claimed as (
@@ -349,27 +354,13 @@ async function appendToNewStreams(
       returning stream_name, global_position
     ),
     last_positions as (select stream_name, max(global_position) as global_position from inserted group by stream_name)
-    select w.sa::int as o_sa, c.revision as o_revision, pg_current_xact_id()::text as o_transaction_id, l.global_position as o_global_position${notifying}
+    select w.sa::int as o_sa, 'ok' as o_status, c.revision as o_revision, pg_current_xact_id()::text as o_transaction_id,
+      l.global_position as o_global_position, null as o_conflicting${notifying}
     from last_positions l join wanted w on w.stream = l.stream_name join claimed c on c.stream_name = l.stream_name
     where es_new_streams((select count(*) from claimed) = ${stream.length})${filter ? sql` and ${filter}` : sql``}
     order by w.sa`.execute(db)
   ).rows;
-  if (rows.length !== stream.length) return null;
-  const outcomes: UnitOutcome[] = [];
-  let row = 0;
-  for (const appends of units) {
-    outcomes.push({
-      results: appends.map((append) => {
-        const answer = rows[row++]!;
-        return {
-          stream: append.stream,
-          nextExpectedRevision: BigInt(answer.o_revision),
-          position: formatPosition(BigInt(answer.o_transaction_id), BigInt(answer.o_global_position)),
-        };
-      }),
-    });
-  }
-  return outcomes;
+  return rows.length === stream.length ? rows : null;
 }
 
 /**
