@@ -73,7 +73,8 @@ export const customEventsProjection = defineProjection<CustomEventTables, Custom
   // 3: a rebuild counts the lists once, at its end (`staging`); a process of version 2 must not take it over.
   version: 3,
   tables: ['custom_events', 'custom_event_counts'],
-  loggedWhileBuilding: ['custom_events'],
+  // The counts too: a rebuild writes them once, at its end, where `SET LOGGED` would write them again.
+  loggedWhileBuilding: ['custom_events', 'custom_event_counts'],
   /**
    * A rebuild's batches insert the events alone, and the lists are counted once from them all when it is made
    * durable: the counts are the events' own, so nothing needs staging. Upserting them batch by batch took
