@@ -87,9 +87,9 @@ export class RowBatch<Row extends object> {
 
   /**
    * Writes the batch: deletes first, then one upsert of every changed row (all of its columns) and one insert
-   * of the rows `add`ed, the rows as JSON read with the table's own types (`recordsetOf`): a jsonb column takes the value held (an object, an
-   * array; null is SQL null), a Date its ISO text. Kysely's multi-row `values` sent a
-   * parameter per column per row, a fifth of a rebuild's Node time went into building and sending them.
+   * of the rows `add`ed, the rows as JSON read with the table's own types (`recordsetOf`): a jsonb column takes
+   * the value held (an object, an array; null is SQL null), a Date its ISO text. Kysely's multi-row `values` sent
+   * a parameter per column per row, a fifth of a rebuild's Node time went into building and sending them.
    */
   async save(db: UntypedDb): Promise<void> {
     if (this.deleted.size > 0) {
