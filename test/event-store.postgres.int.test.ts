@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { sql } from 'kysely';
 import { WrongExpectedRevisionError, type RecordedEvent } from '../infra/event-store/port.ts';
 import { PostgresEventStore } from '../infra/event-store/postgres.ts';
 import { migrate } from '../service.ts';
@@ -170,6 +171,36 @@ describe('PostgreSQL event store on a pg pool', () => {
         [`${category}-b`, 0n, { n: 2 }],
         [`${category}-b`, 1n, { n: 3 }],
       ]);
+    });
+
+    it('gives each event its time to the millisecond it fell in, whatever the session’s time zone', async () => {
+      const stream = `times${Date.now().toString(36)}-1`;
+      await store.append(
+        stream,
+        [0, 1, 2, 3].map((n) => ({ type: 'Made', data: { n } })),
+      );
+      // A millisecond's first microsecond and one's last, each 01:30 in New York on the night its clocks go back (EDT,
+      // then EST), the first minute after they went forward, a time before 1970: each read as the millisecond it is in.
+      const stored = ['2026-11-01T05:30:00.123000Z', '2026-11-01T06:30:00.999999Z', '2026-03-08T07:00:00.000500Z', '1969-12-31T23:59:59.999500Z'];
+      for (const [revision, at] of stored.entries()) {
+        await sql`update es_events set created_at = ${at}::timestamptz where stream_name = ${stream} and stream_revision = ${revision}`.execute(
+          test.database.db,
+        );
+      }
+      for (const zone of ['UTC', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kolkata']) {
+        const events = await test.database.db.transaction().execute(async (trx) => {
+          await sql`select set_config('timezone', ${zone}, true)`.execute(trx);
+          return store.readStream(stream, {}, trx);
+        });
+        expect(events.map((event) => event.createdAt.toISOString())).toEqual([
+          '2026-11-01T05:30:00.123Z',
+          '2026-11-01T06:30:00.999Z',
+          '2026-03-08T07:00:00.000Z',
+          '1969-12-31T23:59:59.999Z',
+        ]);
+      }
+      const page = await store.readAll({ filter: { categories: [stream.split('-')[0]!] } });
+      expect(page.events.map((event) => event.createdAt.getTime())).toEqual([1793511000123, 1793514600999, 1772953200000, -1]);
     });
   });
 });

@@ -529,6 +529,11 @@ const announceSql = sql`pg_advisory_xact_lock_shared(${sql.raw(String(APPENDER_L
 /**
  * The position is formatted by the server (as `formatPosition` does), which saves the reader two BigInts per
  * event. Without the metadata (readers that never look at it): a third of an event's JSON, neither sent nor parsed.
+ * The time in epoch milliseconds from the time cut to its millisecond (`date_trunc`, in whole microseconds; the
+ * session's time zone plays no part below the hour) read as a double and rounded: exact, the double's error being
+ * a ten-thousandth of a millisecond. `extract(epoch ...)` answers a numeric since PostgreSQL 14, whose
+ * arithmetic made the times of the bench's 1,000,081 events cost the server 0.69-0.81 s against 0.47-0.51 (the
+ * same values, in three time zones and across a DST change).
  */
 const eventColumnsWith = (metadata: RawBuilder<unknown>) => [
   sql`lpad(to_hex(transaction_id::text::bigint), 16, '0') || lpad(to_hex(global_position), 16, '0') as position`,
@@ -538,7 +543,7 @@ const eventColumnsWith = (metadata: RawBuilder<unknown>) => [
   sql`event_type`,
   sql`data`,
   metadata,
-  sql`floor(extract(epoch from created_at) * 1000)::float8 as created_at`,
+  sql`round(date_part('epoch', date_trunc('milliseconds', created_at)) * 1000) as created_at`,
 ];
 const eventColumns = eventColumnsWith(sql`metadata`);
 const eventColumnsWithoutMetadata = eventColumnsWith(sql`null::jsonb as metadata`);
