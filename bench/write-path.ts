@@ -44,6 +44,8 @@ import {
   PeakSampler,
   commitDescription,
   cpuTicksOf,
+  idleShare,
+  machineTicks,
   formatNumber,
   replaceReadmeSection,
   percentiles,
@@ -112,6 +114,11 @@ export interface LoadResult {
    * shared machine disturbs far less than throughput (PostgreSQL's own CPU not included).
    */
   cpuMsPerRequest: number | null;
+  /**
+   * The machine's idle share during the run (0 to 1, all cores): near 0, the run was bound by the machine's CPU
+   * (the service, PostgreSQL and autocannon share it); well above, by a wait in the path.
+   */
+  machineIdle: number | null;
 }
 
 /** `/healthz` latencies (ms) during a run, and the probes that failed (not 200, or no answer). */
@@ -405,6 +412,7 @@ async function load(
 ): Promise<LoadResult> {
   const batch = scenario.eventsPerRequest > 1;
   const cpuBefore = cpuTicks(server.child.pid!);
+  const machineBefore = machineTicks();
   const result = await autocannon({
     url: `http://127.0.0.1:${server.port}`,
     connections,
@@ -423,6 +431,7 @@ async function load(
   });
   const ok = result['2xx'];
   const cpuMs = (cpuTicks(server.child.pid!) - cpuBefore) * 10;
+  const machineIdle = idleShare(machineBefore, machineTicks());
   const statusCodes: Record<string, number> = {};
   for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = Number(count);
   return {
@@ -438,6 +447,7 @@ async function load(
     seconds: result.duration,
     connections,
     cpuMsPerRequest: ok > 0 ? cpuMs / ok : null,
+    machineIdle,
   };
 }
 
@@ -672,7 +682,7 @@ async function runMode(mode: Mode): Promise<ModeResult> {
       if (emptied.status !== 200) throw new Error(`the reference could not empty its table: ${emptied.text.slice(0, 300)}`);
       const measured = await load(reference!, scenario, target, connections, SECONDS, {});
       result.references.push({ kind, connections, result: measured });
-      say(`${mode}: reference ${kind} at ${connections}: ${formatNumber(measured.eventsPerSecond)} rows/s, p99 ${measured.p99Ms} ms`);
+      say(`${mode}: reference ${kind} at ${connections}: ${formatNumber(measured.eventsPerSecond)} rows/s, p99 ${measured.p99Ms} ms${idleNote(measured)}`);
       return measured;
     };
 
@@ -728,7 +738,7 @@ async function runMode(mode: Mode): Promise<ModeResult> {
         say(
           `${mode}: ${scenario.key} at ${connections}: ${
             runResult.service
-              ? `${formatNumber(runResult.service.eventsPerSecond)} events/s, p99 ${runResult.service.p99Ms} ms, ratio ${runResult.ratio?.toFixed(3)}, non-2xx ${runResult.service.non2xx}`
+              ? `${formatNumber(runResult.service.eventsPerSecond)} events/s, p99 ${runResult.service.p99Ms} ms, ratio ${runResult.ratio?.toFixed(3)}, non-2xx ${runResult.service.non2xx}${idleNote(runResult.service)}`
               : runResult.unavailable
           }`,
         );
@@ -842,6 +852,9 @@ const MODE_TITLES: Record<Mode, string> = {
   embedded: 'embedded (`npm start`, no DATABASE_URL)',
 };
 
+/** The machine's idle share during a run, for the progress lines. */
+const idleNote = (result: LoadResult) => (result.machineIdle === null ? '' : `, machine ${Math.round(result.machineIdle * 100)}% idle`);
+
 /** Throughput and latency of a run; a run in which no request was answered says so instead. */
 function figures(result: LoadResult, eventsPerRequest: number): string {
   if (result.requests === 0) return `**no answer within the ${n(result.seconds, 1)} s run**`;
@@ -849,7 +862,11 @@ function figures(result: LoadResult, eventsPerRequest: number): string {
 }
 
 function rate(result: LoadResult, eventsPerRequest: number): string {
-  const cpu = result.cpuMsPerRequest === null ? '' : `, ${n(result.cpuMsPerRequest, result.cpuMsPerRequest < 10 ? 2 : 1)} ms CPU/req`;
+  const cpu =
+    (result.cpuMsPerRequest === null
+      ? ''
+      : `, ${n(result.cpuMsPerRequest, result.cpuMsPerRequest < 10 ? 2 : 1)} ms CPU/req (${n((result.cpuMsPerRequest * result.requestsPerSecond) / 1000, 2)} core)`) +
+    idleNote(result);
   return eventsPerRequest > 1
     ? `${n(result.eventsPerSecond)} events/s (${n(result.requestsPerSecond)} req/s${cpu})`
     : `${n(result.requestsPerSecond)} req/s${cpu}`;
