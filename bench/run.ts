@@ -206,7 +206,8 @@ function report(
     const readCpu = rb.reference.cpuMicrosPerEvent;
     rows.push([
       'CPU time of the rebuild: the process (Node) and its PostgreSQL sessions',
-      `${r.nodeCpuSeconds.toFixed(1)} s + ${r.postgresCpuSeconds === null ? 'n/a' : `${r.postgresCpuSeconds.toFixed(1)} s`}: ${n(rebuildCpu)} µs of CPU per event`,
+      `${r.nodeCpuSeconds.toFixed(1)} s + ${r.postgresCpuSeconds === null ? 'n/a' : `${r.postgresCpuSeconds.toFixed(1)} s`}: ${n(rebuildCpu)} µs of CPU per event` +
+        (r.machineIdle === null || r.machineIdle === undefined ? '' : `; the machine ${Math.round(r.machineIdle * 100)}% idle meanwhile`),
       readCpu === null ? '' : `keyset read ${n(readCpu, 1)} µs per event`,
       // The read's CPU per event over the rebuild's: their cost ratio, which a busy machine disturbs far less than the rates.
       readCpu === null || r.postgresCpuSeconds === null ? '' : `${x(readCpu / rebuildCpu)} (CPU)`,
