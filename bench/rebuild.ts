@@ -27,7 +27,7 @@ import { prepareProjections } from '../projectors/runtime/index.ts';
 import { migrate } from '../service.ts';
 import { ensureStore } from './million-store.ts';
 import { readFileSync } from 'node:fs';
-import { CLOCK_TICKS, connectionSampler, cpuTicksOf, databaseUrl, idleShare, machineTicks, runIfMain, sleep } from './support.ts';
+import { CLOCK_TICKS, connectionSampler, cpuTicksOf, databaseUrl, machineIdleSince, runIfMain, sleep } from './support.ts';
 
 export const REBUILD_TARGETS = { eventsPerSecond: 50_000, ratio: 0.3, slowestRatio: 0.1, peakRssMb: 300 } as const;
 
@@ -109,7 +109,7 @@ export async function benchRebuild(): Promise<RebuildResult> {
     // Flags for the rebuilding process's node (a CPU profile, V8's heap sizes), to measure what they change.
     const nodeFlags = process.env.BENCH_REBUILD_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
     const connections = await connectionSampler(store.database, RUNNER_APPLICATION);
-    const machineBefore = machineTicks();
+    const machineIdleSoFar = machineIdleSince();
     const started = performance.now();
     // As `npx engage` runs it: the file itself, through its shebang (one node, the heap bound it names); with
     // node flags, `node <flags> bin/engage.mjs` (which starts the rebuild in a bounded node of its own unless a
@@ -147,7 +147,7 @@ export async function benchRebuild(): Promise<RebuildResult> {
       }
     }
     const seconds = (performance.now() - started) / 1000;
-    const machineIdle = idleShare(machineBefore, machineTicks());
+    const machineIdle = machineIdleSoFar();
     // Interrupted like an operator's Ctrl-C when it ran out of time; it resumes from its checkpoints next time.
     if (exit === null && swappedAt.size < targets.size) child.kill('SIGINT');
     const [code, signal] = await exited;

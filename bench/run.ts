@@ -18,7 +18,7 @@ import type { EventStoreResult } from './event-store.ts';
 import type { LiveLagResult } from './live-lag.ts';
 import type { StoreInfo } from './million-store.ts';
 import type { RebuildResult } from './rebuild.ts';
-import { adminClient, formatNumber, replaceReadmeSection } from './support.ts';
+import { adminClient, formatNumber, idlePercent, replaceReadmeSection } from './support.ts';
 import { README_END as WRITE_END, README_START as WRITE_START, writePathReport, type WritePathResult } from './write-path.ts';
 
 interface Outcome<T> {
@@ -207,7 +207,7 @@ function report(
     rows.push([
       'CPU time of the rebuild: the process (Node) and its PostgreSQL sessions',
       `${r.nodeCpuSeconds.toFixed(1)} s + ${r.postgresCpuSeconds === null ? 'n/a' : `${r.postgresCpuSeconds.toFixed(1)} s`}: ${n(rebuildCpu)} µs of CPU per event` +
-        (r.machineIdle === null || r.machineIdle === undefined ? '' : `; the machine ${Math.round(r.machineIdle * 100)}% idle meanwhile`),
+        (r.machineIdle === null ? '' : `; the machine ${idlePercent(r.machineIdle)} meanwhile`),
       readCpu === null ? '' : `keyset read ${n(readCpu, 1)} µs per event`,
       // The read's CPU per event over the rebuild's: their cost ratio, which a busy machine disturbs far less than the rates.
       readCpu === null || r.postgresCpuSeconds === null ? '' : `${x(readCpu / rebuildCpu)} (CPU)`,

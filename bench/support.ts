@@ -223,11 +223,23 @@ export function cpuTicksOf(pid: number): number | null {
 }
 
 /**
- * The machine's CPU time so far, all cores together, from /proc/stat: the idle part (idle and waiting on the
- * disk) and the whole, in ticks; null where there is no /proc/stat. Two readings tell how idle the machine was
- * between them: a run whose machine had CPU to spare was bound by a wait (a lock, a disk, a queue), not by CPU.
+ * Starts measuring how idle the machine is (all cores, from /proc/stat: idle and waiting on the disk); the
+ * function returned tells the idle share since (0 to 1), null where there is no /proc/stat. A run whose machine
+ * had CPU to spare was bound by a wait (a lock, a disk, a queue) or by one thread, not by the machine's CPU.
  */
-export function machineTicks(): { idle: number; total: number } | null {
+export function machineIdleSince(): () => number | null {
+  const before = machineTicks();
+  return () => {
+    const after = machineTicks();
+    if (!before || !after || after.total <= before.total) return null;
+    return (after.idle - before.idle) / (after.total - before.total);
+  };
+}
+
+/** The idle share as the tables print it. */
+export const idlePercent = (share: number) => `${Math.round(share * 100)}% idle`;
+
+function machineTicks(): { idle: number; total: number } | null {
   try {
     const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal (guest time is counted in user already)
@@ -236,12 +248,6 @@ export function machineTicks(): { idle: number; total: number } | null {
   } catch {
     return null;
   }
-}
-
-/** The idle share of the machine between two `machineTicks` readings (0 to 1); null when either is missing. */
-export function idleShare(before: { idle: number; total: number } | null, after: { idle: number; total: number } | null): number | null {
-  if (!before || !after || after.total <= before.total) return null;
-  return (after.idle - before.idle) / (after.total - before.total);
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

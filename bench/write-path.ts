@@ -44,8 +44,8 @@ import {
   PeakSampler,
   commitDescription,
   cpuTicksOf,
-  idleShare,
-  machineTicks,
+  idlePercent,
+  machineIdleSince,
   formatNumber,
   replaceReadmeSection,
   percentiles,
@@ -412,7 +412,7 @@ async function load(
 ): Promise<LoadResult> {
   const batch = scenario.eventsPerRequest > 1;
   const cpuBefore = cpuTicks(server.child.pid!);
-  const machineBefore = machineTicks();
+  const machineIdleSoFar = machineIdleSince();
   const result = await autocannon({
     url: `http://127.0.0.1:${server.port}`,
     connections,
@@ -431,7 +431,7 @@ async function load(
   });
   const ok = result['2xx'];
   const cpuMs = (cpuTicks(server.child.pid!) - cpuBefore) * 10;
-  const machineIdle = idleShare(machineBefore, machineTicks());
+  const machineIdle = machineIdleSoFar();
   const statusCodes: Record<string, number> = {};
   for (const [code, { count }] of Object.entries(result.statusCodeStats ?? {})) statusCodes[code] = Number(count);
   return {
@@ -853,7 +853,7 @@ const MODE_TITLES: Record<Mode, string> = {
 };
 
 /** The machine's idle share during a run, for the progress lines. */
-const idleNote = (result: LoadResult) => (result.machineIdle === null ? '' : `, machine ${Math.round(result.machineIdle * 100)}% idle`);
+const idleNote = (result: LoadResult) => (result.machineIdle === null ? '' : `, machine ${idlePercent(result.machineIdle)}`);
 
 /** Throughput and latency of a run; a run in which no request was answered says so instead. */
 function figures(result: LoadResult, eventsPerRequest: number): string {
