@@ -3,6 +3,8 @@ import { LIVE_PERIODS_MS, LOOP_ONLY, LivePacing, SAMPLE_MS, WITH_REQUESTS, nextL
 import { RequestsInFlight } from '../infra/requests-in-flight.ts';
 
 describe('LivePacing: the period of live batches follows how saturated the process is', () => {
+  const top = LIVE_PERIODS_MS.length - 1;
+
   it('has periods that each divide the next, so workers that read it a moment apart meet on the same tick', () => {
     for (let index = 1; index < LIVE_PERIODS_MS.length; index++) expect(LIVE_PERIODS_MS[index]! % LIVE_PERIODS_MS[index - 1]!).toBe(0);
   });
@@ -10,7 +12,7 @@ describe('LivePacing: the period of live batches follows how saturated the proce
   it('in a process of projections only, steps up one level at a time on a busy loop, down when it has room', () => {
     expect(nextLevel(0, { utilization: LOOP_ONLY.up })).toBe(1);
     expect(nextLevel(1, { utilization: 0.99 })).toBe(2);
-    expect(nextLevel(2, { utilization: 0.99 })).toBe(2);
+    expect(nextLevel(top, { utilization: 0.99 })).toBe(top);
     expect(nextLevel(0, { utilization: 0.94 })).toBe(0);
     expect(nextLevel(2, { utilization: 0.9 })).toBe(2);
     expect(nextLevel(2, { utilization: 0.5 })).toBe(1);
@@ -37,7 +39,7 @@ describe('LivePacing: the period of live batches follows how saturated the proce
     expect(utilization).toBeGreaterThan(0.99);
   });
 
-  it('keeps 15 ms in a quiet process, goes to 60 in a saturated one and comes back as the load goes', () => {
+  it('keeps 15 ms in a quiet process, goes to its longest period in a saturated one and comes back as the load goes', () => {
     let time = 0;
     let busy = 0.3;
     let inFlight = 1;
@@ -57,11 +59,13 @@ describe('LivePacing: the period of live batches follows how saturated the proce
     expect(new Set(periodsOver(20))).toEqual(new Set([15]));
     inFlight = 16;
     const saturated = periodsOver(20);
-    expect(saturated.at(-1)).toBe(60);
+    expect(saturated.at(-1)).toBe(LIVE_PERIODS_MS[top]);
     expect(pacing.busy).toBe(true);
-    // Up one level at a time: 15, then 30, then 60.
+    // Up one level at a time: 15, then 30, then 60, and so on.
     expect(saturated.indexOf(30)).toBeGreaterThan(-1);
-    expect(saturated.indexOf(30)).toBeLessThan(saturated.indexOf(60));
+    for (let level = 2; level <= top; level++) {
+      expect(saturated.indexOf(LIVE_PERIODS_MS[level - 1]!)).toBeLessThan(saturated.indexOf(LIVE_PERIODS_MS[level]!));
+    }
     inFlight = 1;
     busy = 0.2;
     const quiet = periodsOver(20);
@@ -79,13 +83,13 @@ describe('LivePacing: the period of live batches follows how saturated the proce
     expect(nextLevel(0, idle, { utilization: 0.99, inFlight: 2 * WITH_REQUESTS.queuedAt - 1 })).toBe(0);
     expect(nextLevel(0, idle, { utilization: WITH_REQUESTS.up - 0.01, inFlight: 16 })).toBe(0);
     // Down only when both the smoothed load and the last sample have room.
-    expect(nextLevel(2, idle, { utilization: 0.9, inFlight: 12 })).toBe(2);
+    expect(nextLevel(top, idle, { utilization: 0.9, inFlight: 12 })).toBe(top);
     expect(nextLevel(2, idle, idle)).toBe(1);
     // A process of projections only: one busy sample moves nothing.
     expect(nextLevel(0, { utilization: 0.1 }, { utilization: 1 })).toBe(0);
   });
 
-  it('reaches 60 ms within a few samples of a saturating load that starts from idle', () => {
+  it('reaches its longest period, one step a sample, from idle under a saturating load', () => {
     let time = 0;
     let busy = 0.05;
     let inFlight = 0;
@@ -97,11 +101,21 @@ describe('LivePacing: the period of live batches follows how saturated the proce
     busy = 0.9;
     inFlight = 12;
     const periods: number[] = [];
-    for (let sample = 0; sample < 3; sample++) {
+    for (let sample = 0; sample < 6; sample++) {
       time += SAMPLE_MS;
       periods.push(pacing.periodMs());
     }
-    expect(periods).toEqual([30, 60, 60]);
+    expect(periods).toEqual([30, 60, 120, 240, 240, 240]);
+    // Room again: back down one step a sample, to the shortest.
+    busy = 0.3;
+    inFlight = 1;
+    const after: number[] = [];
+    for (let sample = 0; sample < 12; sample++) {
+      time += SAMPLE_MS;
+      after.push(pacing.periodMs());
+    }
+    expect(after.slice(-1)).toEqual([15]);
+    for (let index = 1; index < after.length; index++) expect(after[index]! === after[index - 1]! || after[index]! * 2 === after[index - 1]!).toBe(true);
   });
 
   it('samples no more than once per sample period, however often it is asked', () => {

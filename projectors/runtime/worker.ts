@@ -41,7 +41,7 @@ export interface WorkerOptions {
   /**
    * A live consumer that applied a batch less than this long ago (ms) waits for the next tick of this period,
    * the process's clock, before it reads again (0: never). Unset, the period follows how busy the process is
-   * (`LivePacing`: 15 ms, up to 60 under load). See `GenerationWorker.pace`.
+   * (`LivePacing`: 15 ms, up to 240 under load). See `GenerationWorker.pace`.
    */
   liveBatchIntervalMs?: number;
   /** Called inside a batch's transaction after its events were applied and before its checkpoint commits. */
