@@ -7,8 +7,10 @@ import { performance, type EventLoopUtilization } from 'node:perf_hooks';
  *
  * Up to 240 ms, not 60: role `all` saturated by 16 connections served 15% more requests (three interleaved
  * pairs, known users 3,073 against 2,622 req/s, new users 2,143 against 1,851, 0.36-0.41 ms of CPU a new
- * user's request against 0.40-0.47), and the live-lag bench measured 19% more write capacity (930 against 781
- * writes/s) with a lag p99 of 67 ms at half of it (55 at half of the lower one). 480 ms gained nothing more.
+ * user's request against 0.40-0.47), and the live-lag bench's write capacity rose by a fifth (three pairs:
+ * 697-727 writes/s against 564-646). The lag at the same rate is the same (p99 55-71 ms at 300 writes/s
+ * against 61-68); at half the higher capacity it is higher (84-103 ms at 348-364), as any load closer to the
+ * machine's limit. 480 ms gained nothing more.
  */
 export const LIVE_PERIODS_MS = [15, 30, 60, 120, 240] as const;
 
