@@ -118,7 +118,7 @@ export function holdBackgroundWork(): () => void {
  * followed (`inBackground` follows it again if asked). Once used, an AsyncLocalStorage keeps Node's promise
  * hooks on for every promise of the process, and the start's migrations were its only use there: with them
  * on (and the append guard in a store of its own), the command API spent 8-20% more CPU a request
- * (bench/README.md, 2026-12-06 from 20:53).
+ * (bench/HISTORY.md, 2026-12-06 from 20:53).
  */
 export function startedWithoutBackgroundWork(): void {
   if (backgroundServices === 0 && workKind.getStore() === undefined) workKind.disable();
