@@ -11,6 +11,7 @@ import type { ApiDescription } from '../api/api-description.ts';
 import { badRequest, notFound } from '../infra/http/errors.ts';
 import { parse } from '../api/routes.ts';
 import { minPositionHeader, readYourWrites } from './read-your-writes.ts';
+import { inOneSnapshot } from './analytics-days.ts';
 import { requireUser, signedInUserOf } from '../infra/require-user.ts';
 import { userTokenKey } from '../infra/user-tokens.ts';
 import { STANDINGS_PROJECTION, type LeaderboardStandingsTables } from '../projectors/leaderboard-standings.ts';
@@ -100,47 +101,51 @@ export function standingsQueries(ctx: ServiceContext, integration: ApiDescriptio
       const { limit, skip, window: wanted } = parse(standingsQuery, req.query);
       const { organisationId } = tenantOf(res);
       const leaderboardId = String(req.params.leaderboardId).toLowerCase();
-      const row = await db
-        .selectFrom('leaderboards as l')
-        .innerJoin('organisations as o', 'o.id', 'l.organisation_id')
-        .select(['l.id', 'l.metric_type', 'l.period', 'l.starts_at', 'l.expires_at', 'o.timezone'])
-        .where('l.organisation_id', '=', organisationId)
-        .where('l.id', '=', leaderboardId)
-        .executeTakeFirst();
-      if (!row) throw notFound('Leaderboard not found');
-      const leaderboard: WindowedLeaderboard = {
-        period: row.period,
-        startsAt: row.starts_at.toISOString(),
-        expiresAt: row.expires_at ? row.expires_at.toISOString() : null,
-      };
-      const now = ctx.clock.now();
-      const window = resolveWindow(leaderboard, row.timezone, wanted, now);
-      if (!window) throw notFound(`The leaderboard has no ${wanted === 'previous' ? 'previous window' : `window at ${wanted}`}`);
-      const closed = await db
-        .selectFrom('leaderboard_closed_windows')
-        .select('closed_at')
-        .where('leaderboard_id', '=', leaderboardId)
-        .where('window_start', '=', new Date(window.start))
-        .executeTakeFirst();
-      const userId = res.locals.user ? signedInUserOf(res).userId : null;
-      const { totalCount, edges, me } = closed
-        ? await frozenPage(db, leaderboardId, window.start, { limit, skip }, userId)
-        : await livePage(db, leaderboardId, window.start, { limit, skip }, userId);
-      const status = closed
-        ? 'closed'
-        : Date.parse(window.start) > now.getTime()
-          ? 'upcoming'
-          : window.end !== null && Date.parse(window.end) <= now.getTime()
-            ? 'settling'
-            : 'open';
-      const body: Standings = {
-        leaderboardId,
-        metricType: row.metric_type,
-        period: row.period,
-        window: { start: window.start, end: window.end, status },
-        ...(await withProfiles(db, organisationId, edges, me)),
-        totalCount,
-      };
+      // One snapshot for the leaderboard, its window's state, the page, its total, the caller's own standing and
+      // the profiles: read apart while scores moved, a rank could contradict the page beside it.
+      const body = await inOneSnapshot(db, async (snapshot) => {
+        const row = await snapshot
+          .selectFrom('leaderboards as l')
+          .innerJoin('organisations as o', 'o.id', 'l.organisation_id')
+          .select(['l.id', 'l.metric_type', 'l.period', 'l.starts_at', 'l.expires_at', 'o.timezone'])
+          .where('l.organisation_id', '=', organisationId)
+          .where('l.id', '=', leaderboardId)
+          .executeTakeFirst();
+        if (!row) throw notFound('Leaderboard not found');
+        const leaderboard: WindowedLeaderboard = {
+          period: row.period,
+          startsAt: row.starts_at.toISOString(),
+          expiresAt: row.expires_at ? row.expires_at.toISOString() : null,
+        };
+        const now = ctx.clock.now();
+        const window = resolveWindow(leaderboard, row.timezone, wanted, now);
+        if (!window) throw notFound(`The leaderboard has no ${wanted === 'previous' ? 'previous window' : `window at ${wanted}`}`);
+        const closed = await snapshot
+          .selectFrom('leaderboard_closed_windows')
+          .select('closed_at')
+          .where('leaderboard_id', '=', leaderboardId)
+          .where('window_start', '=', new Date(window.start))
+          .executeTakeFirst();
+        const userId = res.locals.user ? signedInUserOf(res).userId : null;
+        const { totalCount, edges, me } = closed
+          ? await frozenPage(snapshot, leaderboardId, window.start, { limit, skip }, userId)
+          : await livePage(snapshot, leaderboardId, window.start, { limit, skip }, userId);
+        const status = closed
+          ? 'closed'
+          : Date.parse(window.start) > now.getTime()
+            ? 'upcoming'
+            : window.end !== null && Date.parse(window.end) <= now.getTime()
+              ? 'settling'
+              : 'open';
+        return {
+          leaderboardId,
+          metricType: row.metric_type,
+          period: row.period,
+          window: { start: window.start, end: window.end, status },
+          ...(await withProfiles(snapshot, organisationId, edges, me)),
+          totalCount,
+        } satisfies Standings;
+      });
       res.json(body);
     },
   );

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, SelectQueryBuilder } from 'kysely';
-import type { Pagination } from './pagination.ts';
+import { withTotal, type AliasedTotal, type Pagination } from './pagination.ts';
 
 /** A list served newest first (`created_at desc, id desc`) from one table of a read model. */
 export interface DeepList<DB = any, TB extends keyof DB & string = any> {
@@ -27,14 +27,9 @@ export async function newestFirstDeep<DB, TB extends keyof DB & string>(
   const list: DeepList = typedList;
   const { counted } = list;
   if (!counted) {
-    const [rows, count] = await Promise.all([
-      pageRows(db, list, 'desc', page),
-      list
-        .filter(db.selectFrom(list.table))
-        .select((eb) => eb.fn.countAll<string>().as('count'))
-        .executeTakeFirstOrThrow(),
-    ]);
-    return { rows: rows as Selectable<DB[TB]>[], totalCount: Number(count.count) };
+    const count = list.filter(db.selectFrom(list.table)).select((eb) => eb.fn.countAll<string>().as('count'));
+    const { rows, totalCount } = await withTotal(count, page.skip, (total) => pageRows(db, list, 'desc', page, total));
+    return { rows: rows as Selectable<DB[TB]>[], totalCount };
   }
   return db
     .transaction()
@@ -52,13 +47,9 @@ export async function newestFirstDeep<DB, TB extends keyof DB & string>(
     });
 }
 
-function pageRows(db: Kysely<any>, list: DeepList, direction: 'asc' | 'desc', { limit, skip }: Pagination): Promise<any[]> {
+/** `total`: the list's count, as a column of each row (`withTotal`). */
+function pageRows(db: Kysely<any>, list: DeepList, direction: 'asc' | 'desc', { limit, skip }: Pagination, total?: AliasedTotal): Promise<any[]> {
   const ids = list.filter(db.selectFrom(list.table)).select('id').orderBy('created_at', direction).orderBy('id', direction).limit(limit).offset(skip);
-  return db
-    .selectFrom(ids.as('page'))
-    .innerJoin(`${list.table} as row`, 'row.id', 'page.id')
-    .selectAll('row')
-    .orderBy('row.created_at', direction)
-    .orderBy('row.id', direction)
-    .execute();
+  const rows = db.selectFrom(ids.as('page')).innerJoin(`${list.table} as row`, 'row.id', 'page.id').selectAll('row');
+  return (total ? rows.select(total) : rows).orderBy('row.created_at', direction).orderBy('row.id', direction).execute();
 }
