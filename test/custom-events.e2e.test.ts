@@ -192,6 +192,23 @@ describe('POST /events/custom over HTTP', () => {
     expect(member.body.externalUserId).toBe('crm-new-1');
   });
 
+  it('a userId with spaces around it names the user POST /users stored trimmed: no second user, with or without autoCreateUser', async () => {
+    const created = await t.request('POST', '/api/v2/admin/users', { ...as(acme), body: { externalUserId: '  crm-padded  ', communityIds: [community] } });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body.externalUserId).toBe('crm-padded');
+    for (const autoCreateUser of [true, false]) {
+      const logged = await log({ ...valid(), userId: ' crm-padded ', autoCreateUser });
+      expect(logged.status, logged.text).toBe(200);
+      expect(logged.body).toMatchObject({ userId: created.body.id, externalUserId: 'crm-padded' });
+    }
+    const listed = await t.request(
+      'GET',
+      '/api/v2/admin/users?externalUserId=%20crm-padded%20',
+      as(acme, { 'x-min-position': created.headers['x-event-position'] as string }),
+    );
+    expect(listed.body.edges.map((user: { id: string }) => user.id)).toEqual([created.body.id]);
+  });
+
   it('autoCreateUser with a platform-id-shaped userId nobody has creates a user with that external id', async () => {
     const response = await log({ ...valid(), userId: 'e'.repeat(24), autoCreateUser: true });
     expect(response.status).toBe(200);

@@ -330,6 +330,25 @@ describe('input refused at the edge', () => {
       expect((await t.request('GET', `/api/v2/admin/leaderboards/${leaderboardId}/distribution`, asAcme())).body).toEqual(before.body);
     });
 
+    it('points or XP past a billion a hand-out, or a price past a billion points → 400 (1e308 twice overflowed to Infinity)', async () => {
+      const actionId = challenge.actions[0]!.id;
+      const tooMuch = await refused('POST', `/api/v2/admin/actions/${actionId}/distribution`, {
+        body: { ...distribution, pointsToDistribute: 1e308, bonusXpToDistribute: 1_000_000_001 },
+      });
+      expect(issuePaths(tooMuch).sort()).toEqual(['bonusXpToDistribute', 'pointsToDistribute']);
+      await refused('PATCH', `/api/v2/admin/challenges/${challenge.id}`, { body: { rewardDistribution: { points: 1e308 } } });
+      await refused('PATCH', `/api/v2/admin/challenges/${challenge.id}`, { body: { unlockPrice: 1e12 } });
+      const read = await t.request('GET', `/api/v2/admin/challenges/${challenge.id}`, asAcme());
+      expect(read.body.actions[0].distribution.pointsToDistribute).toBe(5);
+      const atTheBound = await t.request('POST', `/api/v2/admin/actions/${actionId}/distribution`, {
+        ...asAcme(),
+        body: { ...distribution, pointsToDistribute: 1_000_000_000 },
+      });
+      expect(atTheBound.status, atTheBound.text).toBe(200);
+      const back = await t.request('POST', `/api/v2/admin/actions/${actionId}/distribution`, { ...asAcme(), body: distribution });
+      expect(back.status, back.text).toBe(200);
+    });
+
     it("a challenge's rewardDistribution with a typo → 400", async () => {
       const response = await refused('PATCH', `/api/v2/admin/challenges/${challenge.id}`, { body: { rewardDistribution: { pointz: 5 } } });
       unknownField(response, 'rewardDistribution.pointz');
@@ -367,7 +386,7 @@ describe('input refused at the edge', () => {
       await refused('POST', '/api/v2/admin/leaderboards', { body: { ...leaderboard, startsAt: `2026-01-05T00:00:00.${'1'.repeat(100_000)}Z` } });
     });
 
-    it('every string and array of every request body and query parameter has a documented maximum', async () => {
+    it('every string, array and amount of every request body and query parameter has a documented maximum', async () => {
       const unbounded: string[] = [];
       for (const family of ['admin', 'integration', 'analytics']) {
         const document = (await t.request('GET', `/api/v2/${family}/openapi.json`, { host: acme.domain })).body;
@@ -437,6 +456,11 @@ function unboundedIn(schema: any, components: Record<string, any>, where: string
   const types = ([] as string[]).concat(schema.type ?? []);
   if (types.includes('string') && schema.maxLength === undefined && schema.enum === undefined && schema.const === undefined) found.push(`${where}: string`);
   if (types.includes('array') && schema.maxItems === undefined) found.push(`${where}: array`);
+  // A number is an amount the service adds up (points, XP, supplies: 1e308 twice overflowed), except a `value`
+  // compared as given (a criterion's, a condition's, a variable's).
+  const compared = /\.value(\.|$)/.test(where);
+  if ((types.includes('number') || types.includes('integer')) && !compared && schema.maximum === undefined && schema.exclusiveMaximum === undefined)
+    found.push(`${where}: number`);
   for (const key of ['anyOf', 'oneOf', 'allOf', 'prefixItems'] as const) {
     for (const [index, part] of ((schema[key] ?? []) as unknown[]).entries()) found.push(...unboundedIn(part, components, `${where}.${key}[${index}]`, seen));
   }

@@ -16,7 +16,7 @@ import { dateTime, hexId, whenValid } from './common.ts';
 import { distributionWithIds, refineUniqueAllocationIds } from './distribution-assignment.ts';
 import { freshDistributionView } from '../../domain/distribution-entry.ts';
 import { fromLocalised } from '../../domain/localised-details.ts';
-import { distributionOutput } from './distribution.ts';
+import { distributionOutput, MAX_ALLOCATION_UNITS, MAX_AWARD } from './distribution.ts';
 import { localisedDetailsInput, localisedDetailsSchema, detailsBlockSchema } from './localised-details.ts';
 
 const lowerHexId = hexId.transform((id) => id.toLowerCase());
@@ -53,7 +53,7 @@ const actionFields = {
     .describe('matched (exactly) to custom event names; unique within the challenge'),
   category: z.enum(ACTION_CATEGORIES).describe("the XP bucket the action's XP goes to"),
   criteria: z.array(criterionSchema).max(50).default([]).describe('every criterion must hold for an attempt to complete the action'),
-  xp: z.number().min(0).default(0),
+  xp: z.number().min(0).max(MAX_AWARD).default(0),
   isSkippable: z.boolean().default(false).describe('a skipped action is not needed to complete the challenge; at least one action is not skippable'),
   details: localisedDetailsInput,
   distribution: distributionWithIds
@@ -75,11 +75,11 @@ export const actionReplacementInput = z
 
 export const rewardDistributionInput = z
   .strictObject({
-    points: z.number().min(0).default(0),
-    xp: z.number().min(0).default(0),
+    points: z.number().min(0).max(MAX_AWARD).default(0),
+    xp: z.number().min(0).max(MAX_AWARD).default(0),
     distributionEventId: lowerHexId.optional().describe('generated when absent'),
     rewardAllocations: z
-      .array(z.strictObject({ rewardId: lowerHexId, allocationId: lowerHexId, amountToDistribute: z.number().int().min(1).default(1) }))
+      .array(z.strictObject({ rewardId: lowerHexId, allocationId: lowerHexId, amountToDistribute: z.number().int().min(1).max(MAX_ALLOCATION_UNITS).default(1) }))
       .max(100)
       .default([]),
     numberOfRewardsToReceive: z.number().int().min(0).optional().describe('how many of rewardAllocations a completer receives; default: all of them'),
@@ -108,7 +108,7 @@ const patchable = {
   isGlobalTemplate: z.boolean().describe('true: every organisation sees it among its challenge templates'),
   availableAsTemplateForOrganisations: z.array(lowerHexId).max(100).describe('organisations that see it among their challenge templates'),
   featured: z.boolean(),
-  unlockPrice: z.number().min(0).describe('points a user spends to unlock the challenge; 0: unlocked'),
+  unlockPrice: z.number().min(0).max(MAX_AWARD).describe('points a user spends to unlock the challenge; 0: unlocked'),
   videoConfig: videoConfigInput,
 };
 

@@ -21,7 +21,12 @@ export const logCustomEventBody = z
   .object({
     eventName,
     payload: payload.default({}),
-    userId: z.string().min(1).max(200).describe('the platform user id (24 hex) or the external user id; a platform id is tried first'),
+    userId: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .describe('the platform user id (24 hex) or the external user id (trimmed, as `POST /users` stores it); a platform id is tried first'),
     nonce: z
       .string()
       .min(1)

@@ -5,6 +5,14 @@ import { hexId } from './common.ts';
 export const MAX_ALLOCATION_UNITS = 1_000_000_000;
 
 /**
+ * The most points or XP one hand-out (an action, a challenge, a rank of a leaderboard, a game) may give, and the
+ * largest price. Unbounded, 1e308 was accepted: two hand-outs overflowed to Infinity, an XP event was logged
+ * with a null amount and the points ledger parked the event (double precision out of range). A billion a
+ * hand-out leaves every sum a user can reach finite and exact enough.
+ */
+export const MAX_AWARD = 1_000_000_000;
+
+/**
  * The distribution structures shared by games, actions and leaderboards. The contract leaves open which
  * request fields are required; here: amounts default to 0, an allocation needs its reward and a supply,
  * and gets an id when it has none. In responses an allocation also carries `distributed` and `isLive`.
@@ -33,8 +41,8 @@ export const allocationOutput = z
 
 export const distributionInput = z
   .strictObject({
-    pointsToDistribute: z.number().min(0).default(0),
-    bonusXpToDistribute: z.number().min(0).default(0),
+    pointsToDistribute: z.number().min(0).max(MAX_AWARD).default(0),
+    bonusXpToDistribute: z.number().min(0).max(MAX_AWARD).default(0),
     rewardsConfig: z
       .strictObject({
         amountToDistribute: z.number().int().min(0).max(MAX_ALLOCATION_UNITS).default(0),

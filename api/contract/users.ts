@@ -181,7 +181,7 @@ export const userTokenSchema = z
   .meta({ id: 'UserToken' });
 
 export const listUsersQuery = pagination.extend({
-  externalUserId: z.string().min(1).max(200).optional().describe('exact match: a page of zero or one user'),
+  externalUserId: z.string().trim().min(1).max(200).optional().describe('exact match (trimmed, as stored): a page of zero or one user'),
 });
 
 export const teamsQuery = pagination.extend({

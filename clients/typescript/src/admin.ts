@@ -887,7 +887,7 @@ export interface components {
       payload?: {
         [key: string]: unknown;
       };
-      /** @description the platform user id (24 hex) or the external user id; a platform id is tried first */
+      /** @description the platform user id (24 hex) or the external user id (trimmed, as `POST /users` stores it); a platform id is tried first */
       userId: string;
     };
     Challenge: {
@@ -1576,7 +1576,7 @@ export interface components {
       payload?: {
         [key: string]: unknown;
       };
-      /** @description the platform user id (24 hex) or the external user id; a platform id is tried first */
+      /** @description the platform user id (24 hex) or the external user id (trimmed, as `POST /users` stores it); a platform id is tried first */
       userId: string;
     };
     /** @description 1 to 100 custom events, each accepted or refused on its own */
@@ -5618,7 +5618,7 @@ export interface operations {
   listUsers: {
     parameters: {
       query?: {
-        /** @description exact match: a page of zero or one user */
+        /** @description exact match (trimmed, as stored): a page of zero or one user */
         externalUserId?: string;
         limit?: number;
         skip?: number;
