@@ -41,6 +41,8 @@ export interface Idempotency {
   key: string;
   /** Fingerprint of the request; a different request under the same key is a 409 unless `replayOnMismatch`. */
   fingerprint: string;
+  /** The same request's fingerprint as records written before `fingerprint` sorted keys hold it: a match too. */
+  legacyFingerprint?: string;
   replayOnMismatch?: boolean;
 }
 
@@ -83,8 +85,45 @@ function replayedResponse(recorded: RecordedResponse): CommandResponse {
 
 const MAX_ATTEMPTS = 5;
 
+/** A fingerprint of a request body: of its JSON with keys sorted at every depth, so the same fields in another order are the same request. */
 export function fingerprintOf(value: unknown): string {
-  return hash('sha256', JSON.stringify(value ?? null), 'hex');
+  return hash('sha256', canonicalJson(value ?? null), 'hex');
+}
+
+/** JSON with every object's keys in sorted order (arrays keep theirs). */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item === undefined ? null : item)).join(',')}]`;
+  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, item]) => item !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([key, item]) => `${JSON.stringify(key)}:${canonicalJson(item)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/**
+ * The `Idempotency-Key` record of a request: scoped to its method and path as express matches them (case and a
+ * trailing slash aside: `POST /Communities/` is `POST /communities`, and a key retried on either finds the one
+ * record), fingerprinted by its body in any key order (records written before match by `legacyFingerprint`).
+ */
+export function headerIdempotencyOf(organisationId: string, request: { method: string; originalUrl: string }, key: string, body: unknown): Idempotency {
+  const path = request.originalUrl
+    .split('?')[0]!
+    .toLowerCase()
+    .replace(/\/{2,}/g, '/')
+    .replace(/(.)\/+$/, '$1');
+  return {
+    organisationId,
+    scope: `${request.method} ${path}`,
+    key,
+    ...fingerprintsOf(body),
+  };
+}
+
+/** A request body's fingerprint, and the one records written before keys were sorted hold for it (its JSON as parsed). */
+export function fingerprintsOf(body: unknown): Pick<Idempotency, 'fingerprint' | 'legacyFingerprint'> {
+  return { fingerprint: fingerprintOf(body), legacyFingerprint: hash('sha256', JSON.stringify(body ?? null), 'hex') };
 }
 
 export function idempotencyStream(idempotency: Pick<Idempotency, 'organisationId' | 'scope' | 'key'>): string {
@@ -217,7 +256,8 @@ async function replayOf(store: EventStore, idempotency: Idempotency): Promise<Ha
   const [record] = await store.readStream(idempotencyStream(idempotency), { limit: 1 });
   if (!record) return null;
   const completed = record.data as RequestCompleted;
-  if (completed.fingerprint !== idempotency.fingerprint && !idempotency.replayOnMismatch) {
+  const sameRequest = completed.fingerprint === idempotency.fingerprint || completed.fingerprint === idempotency.legacyFingerprint;
+  if (!sameRequest && !idempotency.replayOnMismatch) {
     throw conflict(`This ${idempotency.scope === 'nonce' ? 'nonce' : 'Idempotency-Key'} was already used for a different request`);
   }
   return { events: [], results: [], position: record.position, response: replayedResponse(completed.response), replayed: true };

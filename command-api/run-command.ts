@@ -2,7 +2,16 @@ import type { Request, Response } from 'express';
 import type { DomainEvent } from '../domain/decider.ts';
 import { tenantOf } from '../infra/auth.ts';
 import { eventMetadata, setEventPosition } from '../api/routes.ts';
-import { fingerprintOf, handleCommand, idempotencyKeyOf, type CommandPart, type CommandResponse, type Handled, type Idempotency } from './command-handling.ts';
+import {
+  fingerprintsOf,
+  handleCommand,
+  headerIdempotencyOf,
+  idempotencyKeyOf,
+  type CommandPart,
+  type CommandResponse,
+  type Handled,
+  type Idempotency,
+} from './command-handling.ts';
 import type { Caller, ServiceContext } from '../api/context.ts';
 import type { AppendGuard } from '../infra/event-store/port.ts';
 
@@ -26,7 +35,7 @@ export async function runCommand(
 ): Promise<void> {
   const { organisationId } = tenantOf(res);
   const idempotency: Idempotency | undefined = command.idempotency
-    ? { organisationId, fingerprint: fingerprintOf(req.body), ...command.idempotency }
+    ? { organisationId, ...fingerprintsOf(req.body), ...command.idempotency }
     : headerIdempotency(req, res);
   const handled = await handleCommand(ctx.store, command.parts, eventMetadata(req, res), command.respond, idempotency);
   respondHandled(res, handled, command.reveal);
@@ -42,7 +51,7 @@ export function callerOf(req: Request, res: Response, appendGuard?: AppendGuard)
 export function headerIdempotency(req: Request, res: Response): Idempotency | undefined {
   const key = idempotencyKeyOf(req.get('idempotency-key'));
   if (key === undefined) return undefined;
-  return { organisationId: tenantOf(res).organisationId, scope: `${req.method} ${req.originalUrl.split('?')[0]}`, key, fingerprint: fingerprintOf(req.body) };
+  return headerIdempotencyOf(tenantOf(res).organisationId, req, key, req.body);
 }
 
 /** A handled command's answer: its response, where it wrote (`x-event-position`), and `idempotent-replayed: true` for a replay. */

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { tenantOf } from '../infra/auth.ts';
 import { serviceUnavailable } from '../infra/http/errors.ts';
 import { eventMetadata, setEventPosition } from '../api/routes.ts';
-import { fingerprintOf, handleCommand, idempotencyKeyOf, type CommandPart, type Idempotency } from './command-handling.ts';
+import { handleCommand, headerIdempotencyOf, idempotencyKeyOf, type CommandPart, type Idempotency } from './command-handling.ts';
 import type { CommandContext } from './read-port.ts';
 
 /**
@@ -13,9 +13,7 @@ import type { CommandContext } from './read-port.ts';
 export async function runSettledCommand(ctx: CommandContext, req: Request, res: Response, parts: CommandPart[]): Promise<{ replayed: boolean }> {
   const { organisationId } = tenantOf(res);
   const key = idempotencyKeyOf(req.get('idempotency-key'));
-  const idempotency: Idempotency | undefined = key
-    ? { organisationId, scope: `${req.method} ${req.originalUrl.split('?')[0]}`, key, fingerprint: fingerprintOf(req.body) }
-    : undefined;
+  const idempotency: Idempotency | undefined = key ? headerIdempotencyOf(organisationId, req, key, req.body) : undefined;
   const handled = await handleCommand(ctx.store, parts, eventMetadata(req, res), () => ({ status: 200, body: null }), idempotency);
   if (handled.position !== null) {
     const reached = await ctx.reads.caughtUp(['tenancy'], handled.position, Math.max(ctx.config.readYourWritesTimeoutMs, 10_000));

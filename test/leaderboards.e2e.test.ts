@@ -238,6 +238,24 @@ describe('leaderboards over HTTP', () => {
     expect(tooLong.status).toBe(400);
   });
 
+  it('Idempotency-Key: a retry on the same route spelled otherwise, or with the fields in another order, is the same request', async () => {
+    const headers = { 'idempotency-key': 'create-weekly-spelled' };
+    const first = await t.request('POST', '/api/v2/admin/leaderboards', { ...asAcme(headers), body: valid });
+    expect(first.status).toBe(200);
+    const before = await t.eventCount();
+    const reordered = Object.fromEntries(Object.entries(valid).reverse());
+    for (const path of ['/api/v2/admin/Leaderboards', '/api/v2/admin/leaderboards/', '/API/v2/admin/LEADERBOARDS/']) {
+      const again = await t.request('POST', path, { ...asAcme(headers), body: reordered });
+      expect({ path, status: again.status, id: again.body.id, replayed: again.headers['idempotent-replayed'] }).toEqual({
+        path,
+        status: 200,
+        id: first.body.id,
+        replayed: 'true',
+      });
+    }
+    expect(await t.eventCount()).toBe(before);
+  });
+
   it('Idempotency-Key: concurrent retries create exactly one leaderboard', async () => {
     const fresh = await t.createOrganisation('retries');
     const as = { host: fresh.domain, headers: { 'x-api-token': fresh.token, 'idempotency-key': 'same-request' } };
