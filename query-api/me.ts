@@ -23,7 +23,7 @@ export function meQueries(ctx: ServiceContext, integration: ApiDescription): Rou
   const router = Router();
   const db: Kysely<TeamMemberTables> = withTableTypes(ctx.database.db);
   const signedIn = requireUser(userTokenKey(ctx.config));
-  const fresh = readYourWrites(db, ['users'], ctx.config.readYourWritesTimeoutMs);
+  const fresh = readYourWrites(db, ['users', 'user_ledgers', 'achievements'], ctx.config.readYourWritesTimeoutMs);
 
   integration.route(
     router,

@@ -17,7 +17,7 @@ export function teamQueries(ctx: ServiceContext, admin: ApiDescription): Router 
   const router = Router();
   const members: Kysely<TeamMemberTables> = withTableTypes(ctx.database.db);
   const communities: Kysely<CommunityTables> = withTableTypes(ctx.database.db);
-  const fresh = readYourWrites(ctx.database.db, ['users', 'communities'], ctx.config.readYourWritesTimeoutMs);
+  const fresh = readYourWrites(ctx.database.db, ['users', 'communities', 'user_ledgers', 'achievements'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(
     router,

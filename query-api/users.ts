@@ -24,7 +24,7 @@ export type TeamMemberTables = UserTables & UserLedgerTables;
 export function userQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
   const db: Kysely<TeamMemberTables> = withTableTypes(ctx.database.db);
-  const fresh = readYourWrites(db, ['users'], ctx.config.readYourWritesTimeoutMs);
+  const fresh = readYourWrites(db, ['users', 'user_ledgers', 'achievements'], ctx.config.readYourWritesTimeoutMs);
 
   admin.route(
     router,

@@ -94,6 +94,14 @@ export const projectionRuntimeMigrations: Record<string, Migration> = {
         end $$`.execute(db);
     },
   },
+  '0005_appended_until': {
+    async up(db) {
+      // The last position a process manager's batches appended (its facts: points, XP, completions), committed
+      // with the checkpoint that passed their cause: a read with `x-min-position` waits for the read models to
+      // pass it too, so it sees what the write led to, not only the write (query-api/read-your-writes.ts).
+      await db.schema.alterTable('projection_generations').addColumn('appended_until', 'text').execute();
+    },
+  },
 };
 
 /** The SQLSTATE of `projection_checkpoint_moved`'s refusal: the checkpoint was not where the batch began. */

@@ -12,7 +12,7 @@ export {
   type GenerationRow,
 } from './generations.ts';
 export { ProjectionRunner, type RuntimeOptions } from './runner.ts';
-export { projectionStatus, waitForProjections, type ProjectionStatus } from './status.ts';
+export { projectionStatus, waitForProjections, waitForProjectionsAndConsequences, type ProjectionStatus } from './status.ts';
 export { sleep } from './transient.ts';
 export type { LogPage } from './shared-log.ts';
 export { PROCESS_MANAGER_BATCH } from './worker.ts';

@@ -113,3 +113,26 @@ export async function waitForProjections(db: UntypedDb, names: readonly string[]
     await reports.pause(names, position, Math.min(untilCommit ? REPORTED_PAUSE_MS : pause, Math.max(1, deadline - Date.now())));
   }
 }
+
+/**
+ * `waitForProjections`, then for what the process managers appended because of the events up to `position`
+ * (the engine's points, XP, completions, hand-outs): the live process managers that have appended anything
+ * pass `position` too, and the read models then pass the last position those managers appended by then
+ * (`appended_until`, committed with the checkpoint that passed the cause; '' until a manager's first append).
+ * Their appends after the cause count as well: the wait is at most a batch or two longer. Process managers
+ * that have not run a batch yet, and stores whose process managers append outside their batch's transaction
+ * (KurrentDB), are not waited for.
+ */
+export async function waitForProjectionsAndConsequences(db: UntypedDb, names: readonly string[], position: Position, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  const { rows: managers } = await sql<{ name: string }>`${sql.raw(SHORT_STATEMENT)} /* engage:read-your-writes */
+    select name from projection_generations where status = 'live' and appended_until is not null`.execute(db);
+  const waited = [...new Set([...names, ...managers.map((manager) => manager.name)])];
+  if (!(await waitForProjections(db, waited, position, timeoutMs))) return false;
+  if (managers.length === 0) return true;
+  const { rows } = await sql<{ until: Position | null }>`${sql.raw(SHORT_STATEMENT)} /* engage:read-your-writes */
+    select max(appended_until collate "C") as until from projection_generations where status = 'live' and appended_until is not null`.execute(db);
+  const until = rows[0]?.until ?? '';
+  if (until <= position) return true;
+  return waitForProjections(db, names, until, Math.max(1, deadline - Date.now()));
+}

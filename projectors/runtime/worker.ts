@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import { SHORT_STATEMENT, type Database, type UntypedDb } from '../../infra/database.ts';
 import { PostgresEventStore } from '../../infra/event-store/postgres.ts';
-import type { EventStore, Position, RecordedEvent, SubscriptionBatch } from '../../infra/event-store/port.ts';
+import { isAtOrAfter, type EventStore, type Position, type RecordedEvent, type SubscriptionBatch } from '../../infra/event-store/port.ts';
 import { scheduleJob } from '../../infra/jobs.ts';
 import type { Logger } from '../../infra/logging.ts';
 import { traceBatch } from '../../infra/tracing.ts';
@@ -52,6 +52,12 @@ export interface WorkerOptions {
    * from then on. Must not throw.
    */
   onCheckpoint?: (name: string, generation: number, checkpoint: Position | null) => void;
+}
+
+/** What a batch's transaction appended: whether anything, and the position of its last event (`appended_until`). */
+interface Appended {
+  any: boolean;
+  until: Position | null;
 }
 
 /** How often a live consumer with nothing to apply announces where it stands, unless at the head (see `GenerationWorker.announced`). */
@@ -492,14 +498,14 @@ export class GenerationWorker {
   ): Promise<void> {
     const store = this.deps.store;
     const announce = this.consumer.kind === 'process-manager' && store instanceof PostgresEventStore ? store.announcement : null;
-    const appended = { any: false };
+    const appended: Appended = { any: false, until: null };
     await this.db.connection().execute(async (trx) => {
       try {
         if (announce) await this.claimForAppends(trx, from, announce);
         else await this.advance(trx, from, to, { begin: true, relaxedCommit: this.consumer.kind === 'projection' });
         await work(trx, this.contextFor(trx, appended));
         await this.deps.options.onBatchApplied?.(this.consumer.name, this.generation, { events, checkpoint: to, caughtUp: false });
-        if (announce) await this.advanceAndCommit(trx, from, to);
+        if (announce) await this.advanceAndCommit(trx, from, to, appended.until);
         else await sql`commit`.execute(trx);
         // Its id held every reader's horizon; with no append there was no NOTIFY to say it ended.
         if (announce && !appended.any && store instanceof PostgresEventStore) store.horizonReleased();
@@ -511,7 +517,7 @@ export class GenerationWorker {
     });
   }
 
-  private contextFor(trx: UntypedDb, appended = { any: false }): BatchContext {
+  private contextFor(trx: UntypedDb, appended: Appended = { any: false, until: null }): BatchContext {
     const store = this.deps.store;
     // One NOTIFY per transaction is enough to wake the subscribers at commit.
     let notified = false;
@@ -523,6 +529,7 @@ export class GenerationWorker {
         // A process manager's transactions announce it first thing (`transaction`, the swap's `beforeWrites`).
         const results = await store.appendInTransaction(trx, appends, { notify: !notified, announced: this.consumer.kind === 'process-manager' });
         notified = true;
+        for (const result of results) if (!isAtOrAfter(appended.until, result.position)) appended.until = result.position;
         return results;
       },
       schedule: (job) => scheduleJob(trx, job),
@@ -617,10 +624,11 @@ export class GenerationWorker {
    * them with BEGIN; a move that finds the checkpoint elsewhere fails its statement (`projection_checkpoint_moved`),
    * which ends the message before the COMMIT: the transaction is then rolled back like any failed batch.
    */
-  private async advanceAndCommit(trx: UntypedDb, from: Position | null, to: Position | null): Promise<void> {
+  private async advanceAndCommit(trx: UntypedDb, from: Position | null, to: Position | null, appendedUntil: Position | null): Promise<void> {
     try {
       await sql`/* engage:checkpoint */ with moved as (
           update projection_generations set checkpoint = ${sql.lit(to)}, updated_at = now(), last_error = null
+            , appended_until = ${appendedUntil === null ? sql`coalesce(appended_until, '')` : sql.lit(appendedUntil)}
           where name = ${sql.lit(this.consumer.name)} and generation = ${sql.lit(this.generation)} and status <> 'retired'
             and checkpoint is not distinct from ${sql.lit(from)}
           returning 1)
