@@ -143,6 +143,17 @@ export const achievementsProjection = defineProjection<AchievementTables, Achiev
           .execute();
       },
     },
+    '0002_completions_by_challenge': {
+      async up(db) {
+        // A challenge's completions and the users who completed it (the challenge templates' counters).
+        await db.schema
+          .createIndex('achievements_completions_by_challenge')
+          .on('achievements')
+          .columns(['challenge_id', 'user_id'])
+          .where(sql.ref('type'), '=', 'challenge-completed')
+          .execute();
+      },
+    },
   },
 
   async apply(db, events) {

@@ -15,6 +15,8 @@ import { readYourWrites } from './read-your-writes.ts';
 import type { ServiceContext } from '../api/context.ts';
 import type { ChallengeTables } from '../projectors/challenges.ts';
 import type { OrganisationTables } from '../projectors/organisations.ts';
+import type { AchievementTables } from '../projectors/achievements.ts';
+import { STEP_ANALYTICS_PROJECTION, type StepAnalyticsTables } from '../projectors/challenge-step-analytics.ts';
 import { minPositionHeader } from './read-your-writes.ts';
 import { withTableTypes } from '../infra/database.ts';
 
@@ -22,7 +24,7 @@ export type ChallengeTemplate = z.infer<typeof challengeTemplateSchema>;
 
 export function templateQueries(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
-  const db: Kysely<ChallengeTables & OrganisationTables> = withTableTypes(ctx.database.db);
+  const db: Kysely<TemplateTables> = withTableTypes(ctx.database.db);
 
   admin.route(
     router,
@@ -38,7 +40,7 @@ export function templateQueries(ctx: ServiceContext, admin: ApiDescription): Rou
       headers: [languageHeader, minPositionHeader],
       responses: { 200: { description: 'A page of challenge templates', schema: pageOf(challengeTemplateSchema) } },
     },
-    readYourWrites(db, ['challenges', 'organisations'], ctx.config.readYourWritesTimeoutMs),
+    readYourWrites(db, ['challenges', 'organisations', STEP_ANALYTICS_PROJECTION, 'achievements'], ctx.config.readYourWritesTimeoutMs),
     async (req, res) => {
       const { limit, skip } = parse(pagination, req.query);
       const language = req.get('x-language');
@@ -60,9 +62,13 @@ export function templateQueries(ctx: ServiceContext, admin: ApiDescription): Rou
         db.selectFrom('organisations').select('default_language').where('id', '=', organisationId).executeTakeFirst(),
       ]);
       const organisationDefault = organisation?.default_language;
+      const progress = await progressOf(
+        db,
+        rows.map((row) => row.id),
+      );
       const page: Page<ChallengeTemplate> = {
         totalCount,
-        edges: rows.map((row) => templateOf(row.document, language, organisationDefault)),
+        edges: rows.map((row) => templateOf(row.document, language, organisationDefault, progress.get(row.id))),
       };
       res.json(page);
     },
@@ -71,8 +77,52 @@ export function templateQueries(ctx: ServiceContext, admin: ApiDescription): Rou
   return router;
 }
 
+type TemplateTables = ChallengeTables & OrganisationTables & Pick<StepAnalyticsTables, 'analytics_challenge_starts'> & Pick<AchievementTables, 'achievements'>;
+
+/** How far users got with a challenge: runs started and completed, and the users who did each (all time). */
+export interface ChallengeProgress {
+  started: number;
+  completed: number;
+  usersStarted: number;
+  usersCompleted: number;
+}
+
+/**
+ * The progress of the page's challenges: starts from the step analytics' all-time row, completions from the
+ * achievements (one per completed run, by a partial index of completions).
+ */
+async function progressOf(db: Kysely<TemplateTables>, challengeIds: string[]): Promise<Map<string, ChallengeProgress>> {
+  const progress = new Map<string, ChallengeProgress>();
+  if (challengeIds.length === 0) return progress;
+  const [starts, completions] = await Promise.all([
+    db.selectFrom('analytics_challenge_starts').select(['challenge_id', 'starts', 'users_started']).where('challenge_id', 'in', challengeIds).execute(),
+    db
+      .selectFrom('achievements')
+      .select((eb) => ['challenge_id', eb.fn.countAll<string>().as('completed'), eb.fn.count<string>('user_id').distinct().as('users')])
+      .where('type', '=', 'challenge-completed')
+      .where('challenge_id', 'in', challengeIds)
+      .groupBy('challenge_id')
+      .execute(),
+  ]);
+  const of = (id: string) => {
+    let found = progress.get(id);
+    if (!found) progress.set(id, (found = { started: 0, completed: 0, usersStarted: 0, usersCompleted: 0 }));
+    return found;
+  };
+  for (const row of starts) Object.assign(of(row.challenge_id), { started: Number(row.starts), usersStarted: Number(row.users_started) });
+  for (const row of completions) {
+    if (row.challenge_id !== null) Object.assign(of(row.challenge_id), { completed: Number(row.completed), usersCompleted: Number(row.users) });
+  }
+  return progress;
+}
+
 /** A challenge as the contract's challenge template, in one language. */
-export function templateOf(record: ChallengeRecord, language: string | undefined, organisationDefault: string | undefined): ChallengeTemplate {
+export function templateOf(
+  record: ChallengeRecord,
+  language: string | undefined,
+  organisationDefault: string | undefined,
+  progress: ChallengeProgress = { started: 0, completed: 0, usersStarted: 0, usersCompleted: 0 },
+): ChallengeTemplate {
   const distributions = record.actions.flatMap((action) => (action.distribution ? [action.distribution] : []));
   return {
     id: record.challengeId,
@@ -94,11 +144,10 @@ export function templateOf(record: ChallengeRecord, language: string | undefined
     enabledForSingleView: false,
     featured: record.featured,
     isSkippable: record.actions.some((action) => action.isSkippable),
-    // Progress is recorded by the completion engine; until it exists nobody has started or completed one.
-    startedCount: 0,
-    completedCount: 0,
-    uniqueUsersStartedCount: 0,
-    uniqueUsersCompletedCount: 0,
+    startedCount: progress.started,
+    completedCount: progress.completed,
+    uniqueUsersStartedCount: progress.usersStarted,
+    uniqueUsersCompletedCount: progress.usersCompleted,
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
     startDate: record.startsAt,

@@ -5,7 +5,8 @@ import { block } from './support/programme.ts';
 /**
  * `x-min-position` of a custom event covers what the engine derives from it: read with it, the user's points
  * and XP and the leaderboard's standings include the event's, not only the event (they are the engine's appends,
- * committed after the event; a read waited for the event alone and showed 0 points in 10 tries of 10).
+ * committed after the event; a read waited for the event alone and showed 0 points in 10 tries of 10), and
+ * the challenge templates count the runs started and completed (they answered 0 whatever users did).
  */
 describe('read-your-writes covers what a write leads to', () => {
   let t: TestService;
@@ -35,6 +36,7 @@ describe('read-your-writes covers what a write leads to', () => {
         ],
         startsAt: '2020-01-01T00:00:00Z',
         expiresAt: '2099-01-01T00:00:00Z',
+        maxCompletionsPerPeriod: 2,
       },
     });
     expect(challenge.status, challenge.text).toBe(201);
@@ -67,6 +69,25 @@ describe('read-your-writes covers what a write leads to', () => {
       );
       expect(standings.status, standings.text).toBe(200);
       expect({ buyer, ranked: standings.body.totalCount }).toEqual({ buyer, ranked: buyer });
+      // The challenge's counters among the templates: a run started and completed by each buyer so far.
+      const templates = await t.request('GET', '/api/v2/admin/templates/challenges', asTenant(acme, { 'x-min-position': position }));
+      expect(templates.status, templates.text).toBe(200);
+      const [template] = templates.body.edges;
+      expect({ buyer, started: template.startedCount, completed: template.completedCount }).toEqual({ buyer, started: buyer, completed: buyer });
+      expect([template.uniqueUsersStartedCount, template.uniqueUsersCompletedCount]).toEqual([buyer, buyer]);
     }
+    // A second run by a buyer who completed one: a run more, no user more.
+    const again = await t.request('POST', '/api/v2/admin/events/custom', {
+      ...asTenant(acme),
+      body: { eventName: 'bought', userId: 'buyer-1', communityId, autoCreateUser: true },
+    });
+    expect(again.status, again.text).toBe(200);
+    const templates = await t.request(
+      'GET',
+      '/api/v2/admin/templates/challenges',
+      asTenant(acme, { 'x-min-position': again.headers['x-event-position'] as string }),
+    );
+    const [template] = templates.body.edges;
+    expect([template.startedCount, template.completedCount, template.uniqueUsersStartedCount, template.uniqueUsersCompletedCount]).toEqual([6, 6, 5, 5]);
   });
 });

@@ -79,7 +79,9 @@ export const rewardDistributionInput = z
     xp: z.number().min(0).max(MAX_AWARD).default(0),
     distributionEventId: lowerHexId.optional().describe('generated when absent'),
     rewardAllocations: z
-      .array(z.strictObject({ rewardId: lowerHexId, allocationId: lowerHexId, amountToDistribute: z.number().int().min(1).max(MAX_ALLOCATION_UNITS).default(1) }))
+      .array(
+        z.strictObject({ rewardId: lowerHexId, allocationId: lowerHexId, amountToDistribute: z.number().int().min(1).max(MAX_ALLOCATION_UNITS).default(1) }),
+      )
       .max(100)
       .default([]),
     numberOfRewardsToReceive: z.number().int().min(0).optional().describe('how many of rewardAllocations a completer receives; default: all of them'),
@@ -260,10 +262,10 @@ export const challengeTemplateSchema = z
     enabledForSingleView: z.boolean().describe('always false'),
     featured: z.boolean(),
     isSkippable: z.boolean().describe('true when any of its actions is skippable'),
-    startedCount: z.number().describe('0 until challenge progress is recorded'),
-    completedCount: z.number().describe('0 until challenge progress is recorded'),
-    uniqueUsersStartedCount: z.number().describe('0 until challenge progress is recorded'),
-    uniqueUsersCompletedCount: z.number().describe('0 until challenge progress is recorded'),
+    startedCount: z.number().describe('runs of the challenge started, by every user, all time'),
+    completedCount: z.number().describe('runs of the challenge completed, all time'),
+    uniqueUsersStartedCount: z.number().describe('users who started it at least once'),
+    uniqueUsersCompletedCount: z.number().describe('users who completed it at least once'),
     createdAt: z.string(),
     updatedAt: z.string(),
     startDate: z.string().describe('same as startsAt'),

@@ -972,7 +972,7 @@ export interface components {
       availableAsTemplateForOrganisations: string[];
       campaigns: string[];
       communityId: string;
-      /** @description 0 until challenge progress is recorded */
+      /** @description runs of the challenge completed, all time */
       completedCount: number;
       createdAt: string;
       /** @description in the language of x-language, with fallbacks */
@@ -997,15 +997,15 @@ export interface components {
       rewardDistribution: components['schemas']['ChallengeRewardDistribution'];
       /** @description same as startsAt */
       startDate: string;
-      /** @description 0 until challenge progress is recorded */
+      /** @description runs of the challenge started, by every user, all time */
       startedCount: number;
       startsAt: string;
       tags: string[];
       /** @description always empty: discussion threads are not part of this service */
       threadId: string;
-      /** @description 0 until challenge progress is recorded */
+      /** @description users who completed it at least once */
       uniqueUsersCompletedCount: number;
-      /** @description 0 until challenge progress is recorded */
+      /** @description users who started it at least once */
       uniqueUsersStartedCount: number;
       unlockPrice: number;
       updatedAt: string;
