@@ -5,6 +5,7 @@ import {
   invitationDecider,
   InvitationExpired,
   inviteeDecider,
+  InvitedMeanwhile,
   isEmailAddress,
   normaliseEmail,
   type InvitationEvent,
@@ -46,6 +47,41 @@ async function inviteeStanding(store: EventStore, organisationId: string, email:
   return Date.parse(now) < Date.parse(expiresAt) ? 'pending' : 'free';
 }
 
+/** An address invited by a concurrent request is decided again at most this many times in all. */
+const MAX_INVITE_DECISIONS = 3;
+
+/** One result per address, in request order, and the parts that invite the free ones. */
+function inviteDecision(emails: string[], standing: Map<string, 'member' | 'pending' | 'free'>, organisationId: string, actor: string, now: string) {
+  const seen = new Set<string>();
+  const parts: CommandPart[] = [];
+  const results = emails.map((email) => {
+    const normalised = normaliseEmail(email);
+    const refuse = (message: string) => ({ email, success: false, message });
+    if (!isEmailAddress(normalised)) return refuse('Not a valid e-mail address');
+    if (seen.has(normalised)) return refuse('Listed more than once in this request');
+    seen.add(normalised);
+    if (standing.get(normalised) === 'member') return refuse('Already a member of the team');
+    if (standing.get(normalised) === 'pending') return refuse('Already invited; the invitation is pending');
+    const invitationId = newId();
+    const expiresAt = new Date(Date.parse(now) + INVITATION_VALIDITY_MS).toISOString();
+    parts.push(
+      {
+        stream: `invitation-${invitationId}`,
+        newStream: true,
+        decider: invitationDecider,
+        command: { type: 'SendInvitation', data: { invitationId, organisationId, email: normalised, actor, now } },
+      },
+      {
+        stream: inviteeStream(organisationId, normalised),
+        decider: inviteeDecider,
+        command: { type: 'ReserveInvitee', data: { invitationId, expiresAt, now } },
+      },
+    );
+    return { email, success: true, message: 'Invitation sent' };
+  });
+  return { parts, results };
+}
+
 export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router {
   const router = Router();
   const tokenKey = userTokenKey(ctx.config);
@@ -69,44 +105,27 @@ export function teamCommands(ctx: ServiceContext, admin: ApiDescription): Router
       const { organisationId } = tenantOf(res);
       const { actor, occurredAt } = eventMetadata(req, res);
       const candidates = [...new Set(emails.map(normaliseEmail).filter(isEmailAddress))];
-      const standing = new Map(
-        await Promise.all(candidates.map(async (email) => [email, await inviteeStanding(ctx.store, organisationId, email, occurredAt!)] as const)),
-      );
-      const seen = new Set<string>();
-      const parts: CommandPart[] = [];
-      const results = emails.map((email) => {
-        const normalised = normaliseEmail(email);
-        const refuse = (message: string) => ({ email, success: false, message });
-        if (!isEmailAddress(normalised)) return refuse('Not a valid e-mail address');
-        if (seen.has(normalised)) return refuse('Listed more than once in this request');
-        seen.add(normalised);
-        if (standing.get(normalised) === 'member') return refuse('Already a member of the team');
-        if (standing.get(normalised) === 'pending') return refuse('Already invited; the invitation is pending');
-        const invitationId = newId();
-        const expiresAt = new Date(Date.parse(occurredAt!) + INVITATION_VALIDITY_MS).toISOString();
-        parts.push(
-          {
-            stream: `invitation-${invitationId}`,
-            newStream: true,
-            decider: invitationDecider,
-            command: { type: 'SendInvitation', data: { invitationId, organisationId, email: normalised, actor: actor!, now: occurredAt! } },
-          },
-          {
-            stream: inviteeStream(organisationId, normalised),
-            decider: inviteeDecider,
-            command: { type: 'ReserveInvitee', data: { invitationId, expiresAt, now: occurredAt! } },
-          },
+      // Decided on the addresses' standing as read now; an address another request invited meanwhile fails the
+      // append (`InvitedMeanwhile`), and the request decides again on a fresh reading, where it is pending.
+      for (let decision = 1; ; decision++) {
+        const standing = new Map(
+          await Promise.all(candidates.map(async (email) => [email, await inviteeStanding(ctx.store, organisationId, email, occurredAt!)] as const)),
         );
-        return { email, success: true, message: 'Invitation sent' };
-      });
-      const sent = results.filter((result) => result.success).length;
-      await runCommand(ctx, req, res, {
-        parts,
-        respond: () => ({
-          status: 200,
-          body: { success: sent === results.length, results, message: `${sent} of ${results.length} invitation${results.length === 1 ? '' : 's'} sent` },
-        }),
-      });
+        const { parts, results } = inviteDecision(emails, standing, organisationId, actor!, occurredAt!);
+        const sent = results.filter((result) => result.success).length;
+        try {
+          await runCommand(ctx, req, res, {
+            parts,
+            respond: () => ({
+              status: 200,
+              body: { success: sent === results.length, results, message: `${sent} of ${results.length} invitation${results.length === 1 ? '' : 's'} sent` },
+            }),
+          });
+          return;
+        } catch (error) {
+          if (!(error instanceof InvitedMeanwhile) || decision >= MAX_INVITE_DECISIONS) throw error;
+        }
+      }
     },
   );
 

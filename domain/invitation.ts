@@ -91,12 +91,21 @@ export type InviteeEvent = DomainEvent<'InviteeInvited', { invitationId: string;
 export type InviteeCommand = { type: 'ReserveInvitee'; data: { invitationId: string; expiresAt: string; now: string } };
 export type InviteeState = { pendingUntil: string | null };
 
+/**
+ * Another request invited the address between this request's look-up and its append: the request decides
+ * again, and the address is then answered as already invited (`success: false`) beside the others.
+ */
+export class InvitedMeanwhile extends DomainError {
+  constructor() {
+    super('conflict', 'This address was invited by a concurrent request; its invitation is pending');
+    this.name = 'InvitedMeanwhile';
+  }
+}
+
 export const inviteeDecider: Decider<InviteeCommand, InviteeEvent, InviteeState> = {
   initialState: { pendingUntil: null },
   decide(command, state) {
-    if (state.pendingUntil && Date.parse(command.data.now) < Date.parse(state.pendingUntil)) {
-      throw new DomainError('conflict', 'This address was invited by a concurrent request; its invitation is pending');
-    }
+    if (state.pendingUntil && Date.parse(command.data.now) < Date.parse(state.pendingUntil)) throw new InvitedMeanwhile();
     return [{ type: 'InviteeInvited', data: { invitationId: command.data.invitationId, expiresAt: command.data.expiresAt } }];
   },
   evolve(_state, event) {

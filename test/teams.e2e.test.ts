@@ -66,12 +66,32 @@ describe('team invitations', () => {
     const invited = responses.filter((response) => response.status === 200 && response.body.success);
     expect(invited).toHaveLength(1);
     for (const response of responses.filter((r) => !(r.status === 200 && r.body.success))) {
-      expect([200, 409]).toContain(response.status);
-      if (response.status === 200) expect(response.body.results[0].message).toBe('Already invited; the invitation is pending');
+      expect(response.status).toBe(200);
+      expect(response.body.results[0].message).toBe('Already invited; the invitation is pending');
     }
     await t.settle();
     const rows = await t.service.database.db.selectFrom('team_invitations').select('email').where('email', '=', 'race@example.com').execute();
     expect(rows).toHaveLength(1);
+  });
+
+  it('a request that loses the race for one address still invites its others, and answers that one as pending', async () => {
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => admin('/teams/invite', { emails: ['shared@example.com', `own-${i}@example.com`] })),
+    );
+    expect(responses.map((response) => response.status)).toEqual(Array(8).fill(200));
+    const shared = responses.map((response) => response.body.results[0]);
+    expect(shared.filter((result: { success: boolean }) => result.success)).toHaveLength(1);
+    for (const result of shared.filter((result: { success: boolean }) => !result.success))
+      expect(result.message).toBe('Already invited; the invitation is pending');
+    for (const response of responses) expect(response.body.results[1]).toMatchObject({ success: true, message: 'Invitation sent' });
+    await t.settle();
+    const rows = await t.service.database.db
+      .selectFrom('team_invitations')
+      .select('email')
+      .where('email', 'like', '%@example.com')
+      .where('email', 'like', 'own-%')
+      .execute();
+    expect(rows).toHaveLength(8);
   });
 
   it('accepting makes the invitee a team member; a second use → 409; then inviting them again says they are a member', async () => {
