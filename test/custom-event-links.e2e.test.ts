@@ -214,6 +214,15 @@ describe('custom event links over HTTP', () => {
       expect(await t.eventCount()).toBe(before);
     });
 
+    it('a multi-use link redeemed by ten users at once logs ten events, one each, and refuses none', async () => {
+      const token = await newLink({ isSingleUse: false });
+      const members = await Promise.all(Array.from({ length: 10 }, (_, i) => createMember(acme, `crowd-${i}`)));
+      const responses = await Promise.all(members.map((member) => redeem(token, member)));
+      expect(responses.map((response) => response.status)).toEqual(Array(10).fill(200));
+      expect(new Set(responses.map((response) => response.body.userId))).toEqual(new Set(members.map((member) => member.id)));
+      expect(new Set(responses.map((response) => response.body.id)).size).toBe(10);
+    });
+
     it('404 for a token that is malformed, of an unknown link, with a wrong signature, or of another organisation', async () => {
       const token = await newLink();
       const [linkId, signature] = token.split('.') as [string, string];
