@@ -81,6 +81,8 @@ describe('domains and organisation settings', () => {
       { hostname: 'a.b.engage.test', kind: 'custom-subdomain' },
       { hostname: 'shop.example.com', kind: 'custom-subdomain' },
       { hostname: 'other.engage.test', kind: 'white-label' },
+      { hostname: '127.0.0.1', kind: 'white-label' },
+      { hostname: 'shop.123', kind: 'white-label' },
     ]) {
       const response = await admin('POST', '/domains', body);
       expect(response.status, JSON.stringify(body)).toBe(400);

@@ -360,6 +360,7 @@ describe('input refused at the edge', () => {
       const huge = await refused('POST', '/api/v2/admin/leaderboards', { body: { ...leaderboard, name: 'x'.repeat(1_000_000) } });
       expect(issuePaths(huge)).toEqual(['name']);
       await refused('POST', '/api/v2/admin/leaderboards', { body: { ...leaderboard, name: 'x'.repeat(201) } });
+      await refused('POST', '/api/v2/admin/leaderboards', { body: { ...leaderboard, name: '   ' } });
       await refused('POST', '/api/v2/admin/leaderboards', { body: { ...leaderboard, description: 'x'.repeat(2001) } });
       const longest = await t.request('POST', '/api/v2/admin/leaderboards', {
         ...asAcme(),

@@ -7,7 +7,13 @@ const hostname = z
   .trim()
   .toLowerCase()
   .transform((value) => value.replace(/\.$/, ''))
-  .pipe(z.string().regex(HOSTNAME_PATTERN, 'must be a hostname such as shop.example.com'));
+  .pipe(
+    z
+      .string()
+      .regex(HOSTNAME_PATTERN, 'must be a hostname such as shop.example.com')
+      // A top-level label is never all digits (RFC 3696): `127.0.0.1` is an address, not a domain to verify.
+      .refine((value) => !/(^|\.)[0-9]+$/.test(value), 'must be a hostname, not an IP address'),
+  );
 
 export const registerDomainBody = z
   .object({

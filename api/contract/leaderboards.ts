@@ -22,7 +22,7 @@ export const conditionSchema = z
   ])
   .meta({ id: 'LeaderboardCondition' });
 
-const leaderboardName = z.string().min(1).max(200);
+const leaderboardName = z.string().trim().min(1).max(200);
 const leaderboardDescription = z.string().max(2000).nullable();
 const leaderboardExpiry = dateTime.nullable().describe('must be after startsAt');
 const leaderboardConditions = z.array(conditionSchema).max(50);
