@@ -15,7 +15,7 @@ import { conflict, knownErrorAnswer, type ErrorBody } from '../infra/http/errors
 import { ID_PATTERN, newId } from '../infra/ids.ts';
 import {
   aggregateStream,
-  fingerprintOf,
+  parsedFingerprintOf,
   handleCommand,
   handleCommandBatch,
   type BatchCommand,
@@ -68,7 +68,7 @@ export interface CustomEventDecision {
 /** The idempotency of a custom event: its nonce (per organisation, whatever the body), else the caller's `Idempotency-Key`. */
 export function customEventIdempotency(caller: Caller, body: LogCustomEventBody, fallback?: Idempotency): Idempotency | undefined {
   if (body.nonce === undefined) return fallback;
-  return { organisationId: caller.organisationId, scope: 'nonce', key: body.nonce, fingerprint: fingerprintOf(body), replayOnMismatch: true };
+  return { organisationId: caller.organisationId, scope: 'nonce', key: body.nonce, fingerprint: parsedFingerprintOf(body), replayOnMismatch: true };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aggregateStream, fingerprintOf, handleCommand, idempotencyStream, type CommandPart } from '../command-api/command-handling.ts';
+import { aggregateStream, parsedFingerprintOf, handleCommand, idempotencyStream, type CommandPart } from '../command-api/command-handling.ts';
 import type { Caller } from '../api/context.ts';
 import { appendDecided } from '../command-api/jobs.ts';
 import { logCustomEvent, logCustomEventBatch } from '../command-api/log-custom-event.ts';
@@ -117,7 +117,7 @@ describe('the command pipeline on PostgreSQL: cached stream states, one path for
     const sent = body({ nonce });
     await t.service.store.append(
       idempotencyStream({ organisationId: acme.organisationId, scope: 'nonce', key: nonce }),
-      [{ type: 'RequestCompleted', data: { scope: 'nonce', key: nonce, fingerprint: fingerprintOf(sent), response: { status: 200, body: first } } }],
+      [{ type: 'RequestCompleted', data: { scope: 'nonce', key: nonce, fingerprint: parsedFingerprintOf(sent), response: { status: 200, body: first } } }],
       { expectedRevision: 'no_stream' },
     );
     const replay = await logCustomEvent(t.service, callerNow(), sent);
