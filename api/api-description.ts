@@ -47,7 +47,7 @@ const errorDescriptions: Record<number, string> = {
   404: 'Not found (`NOT_FOUND`)',
   409: 'Conflict with the current state or a concurrent write, or an `Idempotency-Key` already used for another request (`CONFLICT`)',
   413: 'Body too large (`PAYLOAD_TOO_LARGE`)',
-  415: 'A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`)',
+  415: 'A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`)',
   429: 'Rate limit spent for this API token, user or address (`TOO_MANY_REQUESTS`, with `Retry-After` and `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, `RateLimit-Policy`, which every answer carries)',
   500: 'Internal server error (`INTERNAL_SERVER_ERROR`)',
   503: 'A backing store or read model is not available yet (`SERVICE_UNAVAILABLE`, with `Retry-After`)',

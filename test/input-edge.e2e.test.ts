@@ -240,6 +240,15 @@ describe('input refused at the edge', () => {
       expect(response.body.code).toBe('UNSUPPORTED_MEDIA_TYPE');
     });
 
+    it('a body of another media type → 415; JSON by another of its types (application/vnd.api+json) is read', async () => {
+      for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'text/json']) {
+        const response = await refused('POST', '/api/v2/admin/communities', { rawBody: plain, headers: { 'content-type': type } }, 415);
+        expect(response.body.message).toContain('application/json');
+      }
+      const response = await rawPost('/api/v2/admin/communities', Buffer.from(plain), { 'content-type': 'application/vnd.api+json' });
+      expect(response.status, response.text).toBe(201);
+    });
+
     it.each([
       ['gzip', gzipSync],
       ['deflate', deflateSync],

@@ -153,6 +153,8 @@ export function jsonBody(limit: string): RequestHandler[] {
   const parse = express.json({
     limit,
     strict: true,
+    // JSON by any of its media types (`application/json`, and `application/vnd.api+json` and the like).
+    type: ['application/json', 'application/*+json'],
     // The bytes as they came (inflated, not yet decoded). The contract takes UTF-8 only (a 415 otherwise, as the
     // API description says), where body-parser reads any `utf-` charset: refused here, as its own charset errors.
     verify: (req, _res, raw, encoding) => {
@@ -165,7 +167,13 @@ export function jsonBody(limit: string): RequestHandler[] {
     const told = (error?: unknown) => next(error === undefined ? undefined : unreadableBody(error, req.get('content-encoding')));
     const length = plainJsonLength(req.headers);
     if (length !== null && limitBytes !== null && length <= limitBytes) readPlainJson(req, length, told);
-    else parse(req, res, told);
+    else
+      parse(req, res, (error?: unknown) => {
+        // A body of another media type (text/plain, a form) would reach the route as no body at all, and its
+        // schema would say `expected object, received undefined`: the request's real problem is its type.
+        if (error === undefined && req.body === undefined && hasBody(req)) return next(unsupportedMediaType());
+        told(error);
+      });
   };
   return [parseTold, acceptedBody];
 }
@@ -233,6 +241,16 @@ function readPlainJson(req: Request, length: number, done: (error?: unknown) => 
     finish();
   };
   req.on('data', onData).on('end', onEnd).on('close', onClose).on('error', onError);
+}
+
+/** Whether the request carries a body, as body-parser tells (a length above 0, or chunks). */
+function hasBody(req: Request): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+function unsupportedMediaType(): HttpError {
+  return new HttpError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Unsupported body type: send JSON with Content-Type: application/json');
 }
 
 function unreadableBody(error: unknown, contentEncoding: string | undefined): unknown {

@@ -2146,7 +2146,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -2404,7 +2404,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -2591,7 +2591,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -2779,7 +2779,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -2968,7 +2968,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -3142,7 +3142,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -3246,7 +3246,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -3366,7 +3366,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -3473,7 +3473,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -3580,7 +3580,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -3679,7 +3679,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -3866,7 +3866,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -4057,7 +4057,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -4246,7 +4246,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -4435,7 +4435,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -4646,7 +4646,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -4833,7 +4833,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -5026,7 +5026,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -5202,7 +5202,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -5402,7 +5402,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -5501,7 +5501,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -5777,7 +5777,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -5966,7 +5966,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -6064,7 +6064,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -6174,7 +6174,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -6354,7 +6354,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -6546,7 +6546,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -6809,7 +6809,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -7100,7 +7100,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;

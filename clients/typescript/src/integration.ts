@@ -768,7 +768,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
@@ -1226,7 +1226,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description A Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
+      /** @description A body that is not JSON (a Content-Type other than application/json or application/*+json), a Content-Encoding other than gzip, deflate or br, or a charset other than UTF-8 (`UNSUPPORTED_MEDIA_TYPE`) */
       415: {
         headers: {
           [name: string]: unknown;
