@@ -7,7 +7,8 @@ import { waitForProjections, waitForProjectionsAndConsequences } from '../projec
 /** The `x-min-position` header as the OpenAPI description shows it on every read that honours it. */
 export const minPositionHeader = {
   name: 'x-min-position',
-  description: 'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it',
+  description:
+    'An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that',
 };
 
 /**

@@ -130,8 +130,10 @@ export async function waitForProjectionsAndConsequences(db: UntypedDb, names: re
   const waited = [...new Set([...names, ...managers.map((manager) => manager.name)])];
   if (!(await waitForProjections(db, waited, position, timeoutMs))) return false;
   if (managers.length === 0) return true;
+  // Read again now that they passed `position`: what they appended because of it is committed by then.
   const { rows } = await sql<{ until: Position | null }>`${sql.raw(SHORT_STATEMENT)} /* engage:read-your-writes */
-    select max(appended_until collate "C") as until from projection_generations where status = 'live' and appended_until is not null`.execute(db);
+    select max(appended_until collate "C") as until from projection_generations
+    where status = 'live' and name = any(${managers.map((manager) => manager.name)}::text[])`.execute(db);
   const until = rows[0]?.until ?? '';
   if (until <= position) return true;
   return waitForProjections(db, names, until, Math.max(1, deadline - Date.now()));

@@ -2182,7 +2182,7 @@ export interface operations {
         skip?: number;
       };
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -2437,7 +2437,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path: {
@@ -2627,7 +2627,7 @@ export interface operations {
         skip?: number;
       };
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -2812,7 +2812,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path: {
@@ -3001,7 +3001,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -3712,7 +3712,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path: {
@@ -3902,7 +3902,7 @@ export interface operations {
         skip?: number;
       };
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -4090,7 +4090,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path: {
@@ -4279,7 +4279,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path: {
@@ -4473,7 +4473,7 @@ export interface operations {
         skip?: number;
       };
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -4679,7 +4679,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path: {
@@ -4869,7 +4869,7 @@ export interface operations {
         skip?: number;
       };
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path: {
@@ -5059,7 +5059,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -5244,7 +5244,7 @@ export interface operations {
         skip?: number;
       };
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -5539,7 +5539,7 @@ export interface operations {
       header?: {
         /** @description Language of the returned details (a tag such as en or pt-BR). Falls back to its primary subtag (fr-CA → fr), then to the organisation's default language, then to the first language the record has */
         'x-language'?: string;
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -5624,7 +5624,7 @@ export interface operations {
         skip?: number;
       };
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -5810,7 +5810,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path: {
@@ -6210,7 +6210,7 @@ export interface operations {
         skip?: number;
       };
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -6390,7 +6390,7 @@ export interface operations {
         skip?: number;
       };
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -6579,7 +6579,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path: {
@@ -6847,7 +6847,7 @@ export interface operations {
         skip?: number;
       };
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path: {

@@ -164,7 +164,7 @@ export interface operations {
       header?: {
         /** @description Language of the returned details (a tag such as en or pt-BR). Falls back to its primary subtag (fr-CA → fr), then to the organisation's default language, then to the first language the record has */
         'x-language'?: string;
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -250,7 +250,7 @@ export interface operations {
       header?: {
         /** @description Language of the returned details (a tag such as en or pt-BR). Falls back to its primary subtag (fr-CA → fr), then to the organisation's default language, then to the first language the record has */
         'x-language'?: string;
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;

@@ -509,7 +509,7 @@ export interface operations {
       header: {
         /** @description `Bearer <user token>`, issued by the admin API (`POST /users/{userId}/tokens`); missing, invalid, expired or another organisation’s → 401 */
         Authorization: string;
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -602,7 +602,7 @@ export interface operations {
         userId?: string;
       };
       header?: {
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -808,7 +808,7 @@ export interface operations {
       header?: {
         /** @description Optional `Bearer <user token>`: adds `me`; invalid or expired → 401 */
         Authorization?: string;
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path: {
@@ -889,7 +889,7 @@ export interface operations {
       header: {
         /** @description `Bearer <user token>`, issued by the admin API (`POST /users/{userId}/tokens`); missing, invalid, expired or another organisation’s → 401 */
         Authorization: string;
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -973,7 +973,7 @@ export interface operations {
         Authorization: string;
         /** @description Language of the returned details (a tag such as en or pt-BR). Falls back to its primary subtag (fr-CA → fr), then to the organisation's default language, then to the first language the record has */
         'x-language'?: string;
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
@@ -1266,7 +1266,7 @@ export interface operations {
         Authorization: string;
         /** @description Language of the returned details (a tag such as en or pt-BR). Falls back to its primary subtag (fr-CA → fr), then to the organisation's default language, then to the first language the record has */
         'x-language'?: string;
-        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it */
+        /** @description An `x-event-position` from a write: the read waits (bounded) until the read model has caught up with it, and with what the engine derived from it (points, XP, completions, standings) where the read shows that */
         'x-min-position'?: string;
       };
       path?: never;
